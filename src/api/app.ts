@@ -1,0 +1,36 @@
+import type { FastifyInstance } from 'fastify';
+import type { Config } from '../config.js';
+import { createPool } from '../db/pool.js';
+import { migrate } from '../db/migrate.js';
+import { createClientStore, ensureIssuerClient } from '../auth/clients.js';
+import { queueEndpoints } from '../queue/api/index.js';
+import type { ApiDeps } from './deps.js';
+import { createApiServer, type ApiServerOptions } from './server.js';
+
+export interface ApiApp {
+  app: FastifyInstance;
+  deps: ApiDeps;
+  /** Starts listening on config.host:config.port; returns the bound address. */
+  listen(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Builds the API process: pool, migrations (under an advisory lock), issuer client, routes. */
+export async function buildApi(config: Config, options: ApiServerOptions = {}): Promise<ApiApp> {
+  const pool = createPool(config.databaseUrl, 20);
+  await migrate(pool);
+  const issuer = await ensureIssuerClient(pool);
+  const deps: ApiDeps = { config, pool, clients: createClientStore(pool, config.rootAccessToken), issuer };
+  const app = createApiServer(deps, [...queueEndpoints], options);
+  return {
+    app,
+    deps,
+    async listen() {
+      return app.listen({ port: config.port, host: config.host });
+    },
+    async close() {
+      await app.close();
+      await pool.end();
+    },
+  };
+}

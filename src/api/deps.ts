@@ -1,0 +1,15 @@
+import type pg from 'pg';
+import type { Config } from '../config.js';
+import type { ClientRecord, ClientStore } from '../auth/authenticate.js';
+
+/**
+ * What endpoint handlers may use. Built once per API process (src/api/server.ts) and passed
+ * explicitly to every handler as ctx.deps.
+ */
+export interface ApiDeps {
+  config: Config;
+  pool: pg.Pool;
+  clients: ClientStore;
+  /** Signs the temporary credentials claimWork returns. */
+  issuer: ClientRecord;
+}

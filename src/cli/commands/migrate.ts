@@ -1,0 +1,19 @@
+import type { Command } from 'commander';
+import { loadConfig } from '../../config.js';
+import { createPool } from '../../db/pool.js';
+import { migrate } from '../../db/migrate.js';
+
+export function registerMigrateCommand(program: Command): void {
+  program
+    .command('migrate')
+    .description('apply database migrations to DATABASE_URL')
+    .action(async () => {
+      const pool = createPool(loadConfig().databaseUrl, 1);
+      try {
+        const applied = await migrate(pool, (line) => console.log(line));
+        console.log(applied.length ? `applied ${applied.length} migration(s)` : 'database is up to date');
+      } finally {
+        await pool.end();
+      }
+    });
+}

@@ -1,0 +1,18 @@
+import { Command } from 'commander';
+import { registerApiCommand } from './commands/api.js';
+import { registerMigrateCommand } from './commands/migrate.js';
+
+/** `tgs <command>`: every command registers itself from src/cli/commands/<command>.ts. */
+export async function main(argv: string[]): Promise<void> {
+  const program = new Command('tgs')
+    .description('tgs: a Taskcluster-compatible task queue and task-graph scheduler on Temporal')
+    .showHelpAfterError();
+  registerApiCommand(program);
+  registerMigrateCommand(program);
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (err) {
+    console.error(`tgs: ${(err as Error).message}`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,62 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import type pg from 'pg';
+
+/** src/sql holds numbered migrations `NNN_name.sql`, shipped with the package (also from dist/). */
+export const migrationsDir = fileURLToPath(new URL('../../src/sql/', import.meta.url));
+
+// An arbitrary constant: every tgs process takes this advisory lock before migrating.
+const MIGRATION_LOCK = 7_471_020_231;
+
+export interface Migration {
+  id: number;
+  name: string;
+  sql: string;
+}
+
+export async function loadMigrations(dir = migrationsDir): Promise<Migration[]> {
+  const files = (await readdir(dir)).filter((f) => /^\d{3}_[\w-]+\.sql$/.test(f)).sort();
+  return Promise.all(
+    files.map(async (file) => ({
+      id: Number(file.slice(0, 3)),
+      name: file.replace(/\.sql$/, ''),
+      sql: await readFile(path.join(dir, file), 'utf8'),
+    })),
+  );
+}
+
+/**
+ * Applies pending migrations, each in its own transaction with a row in the ledger `tgs_migrations`,
+ * under an advisory lock so several processes starting at once migrate exactly once.
+ * Returns the names applied.
+ */
+export async function migrate(pool: pg.Pool, log: (line: string) => void = () => undefined): Promise<string[]> {
+  const migrations = await loadMigrations();
+  const client = await pool.connect();
+  const applied: string[] = [];
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await client.query(`CREATE TABLE IF NOT EXISTS tgs_migrations (
+      id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await client.query<{ id: number }>('SELECT id FROM tgs_migrations')).rows.map((r) => r.id));
+    for (const migration of migrations) {
+      if (done.has(migration.id)) continue;
+      try {
+        await client.query('BEGIN');
+        await client.query(migration.sql);
+        await client.query('INSERT INTO tgs_migrations (id, name) VALUES ($1, $2)', [migration.id, migration.name]);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw new Error(`migration ${migration.name} failed: ${(err as Error).message}`);
+      }
+      applied.push(migration.name);
+      log(`applied migration ${migration.name}`);
+    }
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    client.release();
+  }
+  return applied;
+}

@@ -1,0 +1,76 @@
+/**
+ * Exchange names. Queue exchanges per seed 003 (+ Taskcluster's additions), scheduler exchanges per
+ * seed 004. All are durable topic exchanges. An optional deployment prefix (TGS_EXCHANGE_PREFIX) is
+ * prepended to every name.
+ */
+export const queueExchanges = [
+  'task-defined',
+  'task-pending',
+  'task-running',
+  'artifact-created',
+  'task-completed',
+  'task-failed',
+  'task-exception',
+  'task-group-resolved',
+] as const;
+export type QueueExchange = (typeof queueExchanges)[number];
+
+export const schedulerExchanges = [
+  'task-graph-running',
+  'task-graph-extended',
+  'task-graph-blocked',
+  'task-graph-finished',
+  'task-graph-canceled',
+] as const;
+export type SchedulerExchange = (typeof schedulerExchanges)[number];
+
+export function queueExchangeName(prefix: string, exchange: QueueExchange): string {
+  return `${prefix}queue/v1/${exchange}`;
+}
+
+export function schedulerExchangeName(prefix: string, exchange: SchedulerExchange): string {
+  return `${prefix}scheduler/v1/${exchange}`;
+}
+
+export function allExchangeNames(prefix: string): string[] {
+  return [
+    ...queueExchanges.map((e) => queueExchangeName(prefix, e)),
+    ...schedulerExchanges.map((e) => schedulerExchangeName(prefix, e)),
+  ];
+}
+
+/** `_` stands for any routing-key word that is not available (seed 003). */
+export const NONE = '_';
+
+/**
+ * Queue routing key (issue 2): `<taskId>.<runId>.<workerGroup>.<workerId>.<provisionerId>.<workerType>.
+ * <schedulerId>.<taskGroupId>.<routing>`; `routing` may contain dots.
+ */
+export function taskRoutingKey(parts: {
+  taskId: string;
+  runId?: number | undefined;
+  workerGroup?: string | undefined;
+  workerId?: string | undefined;
+  provisionerId: string;
+  workerType: string;
+  schedulerId: string;
+  taskGroupId: string;
+  routing?: string | undefined;
+}): string {
+  return [
+    parts.taskId,
+    parts.runId === undefined ? NONE : String(parts.runId),
+    parts.workerGroup ?? NONE,
+    parts.workerId ?? NONE,
+    parts.provisionerId,
+    parts.workerType,
+    parts.schedulerId,
+    parts.taskGroupId,
+    parts.routing || NONE,
+  ].join('.');
+}
+
+/** Scheduler routing key (seed 004): `_._._._._._.<schedulerId>.<taskGraphId>.<graph routing or _>`. */
+export function graphRoutingKey(schedulerId: string, taskGraphId: string, routing: string | undefined): string {
+  return ['_._._._._._', schedulerId, taskGraphId, routing || NONE].join('.');
+}

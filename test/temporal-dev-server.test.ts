@@ -1,0 +1,17 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Connection } from '@temporalio/client';
+import { startTestTemporal } from './helpers/temporal.js';
+
+test('the Temporal dev server starts with the tgs search attributes and stops cleanly', async () => {
+  const server = await startTestTemporal();
+  try {
+    const connection = await Connection.connect({ address: server.address });
+    const custom = await connection.operatorService.listSearchAttributes({ namespace: 'default' });
+    assert.ok(Object.keys(custom.customAttributes ?? {}).includes('TaskGraphState'));
+    await connection.close();
+  } finally {
+    await server.stop();
+  }
+  assert.notEqual(server.process.exitCode ?? server.process.signalCode, null);
+});
