@@ -4,6 +4,9 @@ import { createPool } from '../db/pool.js';
 import { migrate } from '../db/migrate.js';
 import { createClientStore, ensureIssuerClient } from '../auth/clients.js';
 import { queueEndpoints } from '../queue/api/index.js';
+import { artifactEndpoints } from '../queue/api/artifacts/index.js';
+import { authEndpoints } from '../auth/api/index.js';
+import { schedulerEndpoints } from '../scheduler/api/index.js';
 import type { ApiDeps } from './deps.js';
 import { createApiServer, type ApiServerOptions } from './server.js';
 
@@ -21,7 +24,7 @@ export async function buildApi(config: Config, options: ApiServerOptions = {}): 
   await migrate(pool);
   const issuer = await ensureIssuerClient(pool);
   const deps: ApiDeps = { config, pool, clients: createClientStore(pool, config.rootAccessToken), issuer };
-  const app = createApiServer(deps, [...queueEndpoints], options);
+  const app = createApiServer(deps, [...queueEndpoints, ...artifactEndpoints, ...authEndpoints, ...schedulerEndpoints], options);
   return {
     app,
     deps,
