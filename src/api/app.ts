@@ -8,6 +8,7 @@ import { artifactEndpoints } from '../queue/api/artifacts/index.js';
 import { authEndpoints } from '../auth/api/index.js';
 import { schedulerEndpoints } from '../scheduler/api/index.js';
 import type { ApiDeps } from './deps.js';
+import { LazyTemporalClient } from '../temporal/connection.js';
 import { createApiServer, type ApiServerOptions } from './server.js';
 
 export interface ApiApp {
@@ -23,7 +24,8 @@ export async function buildApi(config: Config, options: ApiServerOptions = {}): 
   const pool = createPool(config.databaseUrl, 20);
   await migrate(pool);
   const issuer = await ensureIssuerClient(pool);
-  const deps: ApiDeps = { config, pool, clients: createClientStore(pool, config.rootAccessToken), issuer };
+  const temporal = new LazyTemporalClient(config);
+  const deps: ApiDeps = { config, pool, clients: createClientStore(pool, config.rootAccessToken), issuer, temporal };
   const app = createApiServer(deps, [...queueEndpoints, ...artifactEndpoints, ...authEndpoints, ...schedulerEndpoints], options);
   return {
     app,
@@ -33,6 +35,7 @@ export async function buildApi(config: Config, options: ApiServerOptions = {}): 
     },
     async close() {
       await app.close();
+      await temporal.close();
       await pool.end();
     },
   };

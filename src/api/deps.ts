@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import type { ClientRecord, ClientStore } from '../auth/authenticate.js';
+import type { LazyTemporalClient } from '../temporal/connection.js';
 
 /**
  * What endpoint handlers may use. Built once per API process (src/api/server.ts) and passed
@@ -12,4 +13,6 @@ export interface ApiDeps {
   clients: ClientStore;
   /** Signs the temporary credentials claimWork returns. */
   issuer: ClientRecord;
+  /** The scheduler API starts, signals and updates graph workflows through it. */
+  temporal: LazyTemporalClient;
 }
