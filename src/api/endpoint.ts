@@ -20,6 +20,11 @@ export interface EndpointContext<Body = any> {
    * and throws 403 InsufficientScopes when the caller lacks them.
    */
   authorize(params?: Record<string, unknown>): void;
+  /**
+   * Checks a concrete expression built by the handler (e.g. from a request body) and counts as the
+   * endpoint's scope check; throws 403 InsufficientScopes naming what is missing.
+   */
+  authorizeExpression(expr: ScopeExpression): void;
   /** Whether the caller satisfies an expression (no throw). */
   satisfies(expr: ScopeExpression): boolean;
   deps: ApiDeps;

@@ -124,8 +124,8 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
           // left to the handler
         } else if (endpoint.input) {
           if (Buffer.isBuffer(body)) throw new TgsError('InputError', 'Send the body as application/json');
-          if (body === undefined) throw new TgsError('InputError', 'This endpoint needs a JSON body');
-          body = validateInput(endpoint.input, body);
+          // A missing body validates as {} so optional-only inputs (rerun options) need none.
+          body = validateInput(endpoint.input, body ?? {});
         } else if (body !== undefined && !(Buffer.isBuffer(body) && body.length === 0)) {
           throw new TgsError('InputError', 'This endpoint takes no body');
         }
@@ -160,6 +160,10 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
           request,
           reply,
           satisfies: (expr) => expressionSatisfied(auth.scopes, expr),
+          authorizeExpression: (expr) => {
+            check(expr);
+            authorized = true;
+          },
           authorize: (extra = {}) => {
             if (endpoint.scopes === undefined) throw new Error(`${endpoint.name} declares no scopes`);
             check(renderExpression(endpoint.scopes, { ...params, ...extra }));

@@ -1,4 +1,17 @@
 import type { Endpoint } from '../../api/endpoint.js';
+import { createTaskGraphEndpoint } from './createTaskGraph.js';
+import { cancelEndpoint, extendEndpoint, rerunEndpoint } from './actionEndpoints.js';
+import { infoEndpoint, inspectEndpoint, inspectTaskEndpoint, pingEndpoint, statusEndpoint } from './readEndpoints.js';
 
 /** The scheduler API (`/api/scheduler/v1`). */
-export const schedulerEndpoints: Endpoint[] = [];
+export const schedulerEndpoints: Endpoint[] = [
+  pingEndpoint,
+  createTaskGraphEndpoint,
+  statusEndpoint,
+  infoEndpoint,
+  inspectEndpoint,
+  inspectTaskEndpoint,
+  extendEndpoint,
+  rerunEndpoint,
+  cancelEndpoint,
+];

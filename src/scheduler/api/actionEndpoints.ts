@@ -1,0 +1,122 @@
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { declare } from '../../api/endpoint.js';
+import { SLUGID } from '../../api/patterns.js';
+import { TgsError } from '../../errors.js';
+import { SIGNALS, UPDATES, workflowIdFor } from '../../workflows/contract.js';
+import { extendSchema } from '../graphSchema.js';
+import { extendTaskGraph } from '../extendTaskGraph.js';
+import { getGraph } from '../graphStore.js';
+import type { ApiDeps } from '../../api/deps.js';
+import { graphStatus, statusResponseSchema, taskGraphResponseSchema } from './shapes.js';
+
+async function graphHandle(deps: ApiDeps, taskGraphId: string) {
+  const row = await getGraph(deps.pool, taskGraphId);
+  if (!row) throw new TgsError('ResourceNotFound', `task-graph ${taskGraphId} not found`);
+  let client;
+  try {
+    client = await deps.temporal.get();
+  } catch (err) {
+    throw new TgsError('ServiceUnavailable', `Temporal is unreachable (${(err as Error).message}); retry shortly`);
+  }
+  return { row, handle: client.workflow.getHandle(workflowIdFor(taskGraphId)) };
+}
+
+function closedGraph(taskGraphId: string, state: string) {
+  return new TgsError('RequestConflict', `task-graph ${taskGraphId} is ${state}: its workflow has ended, so it accepts no more changes`);
+}
+
+export const extendEndpoint = declare({
+  service: 'scheduler',
+  name: 'extendTaskGraph',
+  title: 'Extend Task-Graph',
+  description: 'Add tasks to a running or blocked task-graph; new tasks may require existing labels. A finished or canceled graph → 409.',
+  method: 'post',
+  route: '/task-graph/<taskGraphId>/extend',
+  params: { taskGraphId: SLUGID },
+  scopes: 'scheduler:extend-task-graph:<taskGraphId>',
+  input: extendSchema,
+  output: taskGraphResponseSchema,
+  bodyLimit: 256 * 1024 * 1024,
+  async handler({ params, body, deps, authorizeExpression }) {
+    const result = await extendTaskGraph(deps, params.taskGraphId, body, authorizeExpression);
+    try {
+      const { handle } = await graphHandle(deps, params.taskGraphId);
+      await handle.signal(SIGNALS.extended, { nodeCount: result.graph.node_count });
+    } catch (err) {
+      // The tasks are stored; the workflow also finds them when it reconciles with Postgres.
+      console.error(`extend ${params.taskGraphId}: signal failed, the workflow will pick the tasks up when it reconciles:`, (err as Error).message);
+    }
+    return { status: graphStatus(result.graph), tasks: result.tasks };
+  },
+});
+
+export const rerunEndpoint = declare({
+  service: 'scheduler',
+  name: 'rerunTask',
+  title: 'Rerun Task',
+  description: [
+    'Rerun a resolved task of the graph (by taskId or label) through the workflow Update `rerunTask`, so the answer',
+    'says at once whether it was accepted. `resetDependents: true` also reruns the dependents that already resolved,',
+    'after this task completes again.',
+  ].join(' '),
+  method: 'post',
+  route: '/task-graph/<taskGraphId>/rerun/<taskIdOrLabel>',
+  params: { taskGraphId: SLUGID },
+  scopes: 'scheduler:rerun-task:<taskGraphId>/<taskIdOrLabel>',
+  input: {
+    type: 'object',
+    additionalProperties: false,
+    properties: { resetDependents: { type: 'boolean', default: false } },
+  },
+  async handler({ params, body, deps }) {
+    const { row, handle } = await graphHandle(deps, params.taskGraphId);
+    const { rows } = await deps.pool.query<{ task_id: string }>(
+      'SELECT task_id FROM graph_nodes WHERE task_graph_id = $1 AND member AND (task_id = $2 OR label = $2)',
+      [params.taskGraphId, params.taskIdOrLabel],
+    );
+    if (!rows[0]) throw new TgsError('ResourceNotFound', `no task ${params.taskIdOrLabel} in task-graph ${params.taskGraphId}`);
+    try {
+      const result = await handle.executeUpdate(UPDATES.rerun, {
+        args: [{ taskId: rows[0].task_id, resetDependents: (body as { resetDependents: boolean }).resetDependents }],
+      });
+      return { ...(result as object), accepted: true };
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError) {
+        throw new TgsError('RequestConflict', `rerun refused: ${err.cause?.message ?? err.message}`);
+      }
+      if (err instanceof WorkflowNotFoundError || /already completed|not found/i.test((err as Error).message)) {
+        throw closedGraph(params.taskGraphId, row.state);
+      }
+      throw err;
+    }
+  },
+});
+
+export const cancelEndpoint = declare({
+  service: 'scheduler',
+  name: 'cancelTaskGraph',
+  title: 'Cancel Task-Graph',
+  description: 'Cancel every unresolved task of the graph; the graph state becomes canceled.',
+  method: 'post',
+  route: '/task-graph/<taskGraphId>/cancel',
+  params: { taskGraphId: SLUGID },
+  scopes: 'scheduler:cancel-task-graph:<taskGraphId>',
+  output: statusResponseSchema,
+  async handler({ params, deps }) {
+    const { row, handle } = await graphHandle(deps, params.taskGraphId);
+    if (row.state === 'finished' || row.state === 'canceled') return { status: graphStatus(row) };
+    try {
+      await handle.signal(SIGNALS.cancel, {});
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) throw closedGraph(params.taskGraphId, row.state);
+      throw err;
+    }
+    // The workflow records the state with its canceled message; wait briefly so the answer shows it.
+    for (let i = 0; i < 50; i++) {
+      const now = await getGraph(deps.pool, params.taskGraphId);
+      if (now && now.state === 'canceled') return { status: graphStatus(now) };
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return { status: { ...graphStatus(row), state: 'canceled' as const } };
+  },
+});

@@ -1,0 +1,101 @@
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import type { Config } from '../config.js';
+import { withTransaction } from '../db/pool.js';
+import { TgsError } from '../errors.js';
+import { validateInput } from '../api/validate.js';
+import { scopeSatisfied, type ScopeExpression } from '../auth/scopes.js';
+import { createTasks } from '../queue/createTasks.js';
+import { createTaskScopes } from '../queue/createTaskScopes.js';
+import { taskGraphSchema, type TaskGraphInputBody } from './graphSchema.js';
+import { describeGraphErrors, prepareGraphNodes } from './prepareGraph.js';
+import { appendMemberNodes, getGraph, type GraphRow } from './graphStore.js';
+
+export interface CreatedGraph {
+  graph: GraphRow;
+  tasks: { label: string; taskId: string }[];
+}
+
+/** Stable JSON (sorted keys) so the same graph always hashes the same. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+export const graphHash = (body: unknown) => createHash('sha256').update(canonicalJson(body)).digest('hex');
+
+async function existingResult(pool: pg.Pool, row: GraphRow): Promise<CreatedGraph> {
+  const { rows } = await pool.query<{ label: string; task_id: string }>(
+    'SELECT label, task_id FROM graph_nodes WHERE task_graph_id = $1 AND member ORDER BY idx',
+    [row.task_graph_id],
+  );
+  return { graph: row, tasks: rows.map((r) => ({ label: r.label, taskId: r.task_id })) };
+}
+
+/**
+ * Validates a seed 000 graph and stores it with all its tasks in one transaction: the graph row, its
+ * nodes and every task (unscheduled: the workflow schedules the roots). Idempotent: the same graph
+ * again returns what was stored; a different graph under the same id is a conflict.
+ * `authorize` receives the scopes the caller needs before anything is written.
+ */
+export async function createTaskGraph(
+  deps: { config: Config; pool: pg.Pool },
+  taskGraphId: string,
+  body: unknown,
+  options: { authorize?: (expr: ScopeExpression) => void; now?: Date } = {},
+): Promise<CreatedGraph & { created: boolean }> {
+  const { config, pool } = deps;
+  const graph = validateInput<TaskGraphInputBody>(taskGraphSchema, body);
+  const hash = graphHash(graph);
+  const already = await getGraph(pool, taskGraphId);
+  if (already) {
+    if (already.graph_hash !== hash) {
+      throw new TgsError('RequestConflict', `task-graph ${taskGraphId} already exists with a different definition`);
+    }
+    options.authorize?.('scheduler:create-task-graph');
+    return { ...(await existingResult(pool, already)), created: false };
+  }
+  const now = options.now ?? new Date();
+  const { nodes, errors } = prepareGraphNodes({ config, taskGraphId, graphRouting: graph.routing, tasks: graph.tasks, now });
+  if (errors.size > 0) throw new TgsError('InputValidationError', describeGraphErrors(errors), { labels: [...errors.keys()].sort() });
+  options.authorize?.({
+    AllOf: ['scheduler:create-task-graph', ...graph.scopes, ...nodes.map((n) => createTaskScopes(n.definition))],
+  });
+  if (graph.scopes.length > 0) {
+    // A graph that declares its scopes may only hold tasks whose scopes those cover (Taskcluster's rule).
+    const over = nodes.filter((n) => (n.definition.scopes ?? []).some((s) => !scopeSatisfied(graph.scopes, s)));
+    if (over.length > 0) {
+      throw new TgsError('InputValidationError', `tasks use scopes the graph does not declare: ${over.map((n) => n.label).join(', ')}`);
+    }
+  }
+  try {
+    return await withTransaction(pool, async (client) => {
+      const { rows } = await client.query<GraphRow>(
+        `INSERT INTO task_graphs (task_graph_id, scheduler_id, routing, graph_hash, scopes, metadata, tags)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+        [taskGraphId, config.schedulerId, graph.routing, hash, graph.scopes, graph.metadata, graph.tags],
+      );
+      await appendMemberNodes(client, taskGraphId, 0, nodes, new Map());
+      await createTasks(client, config, nodes.map((n) => ({ taskId: n.taskId, definition: n.definition })), { scheduleIndependent: false });
+      return {
+        graph: { ...rows[0], node_count: nodes.length, task_count: nodes.length },
+        tasks: nodes.map((n) => ({ label: n.label, taskId: n.taskId })),
+        created: true,
+      };
+    });
+  } catch (err) {
+    // Two identical PUTs racing: the loser finds the winner's graph.
+    if ((err as { code?: string }).code === '23505') {
+      const row = await getGraph(pool, taskGraphId);
+      if (row && row.graph_hash === hash) return { ...(await existingResult(pool, row)), created: false };
+      throw new TgsError('RequestConflict', `task-graph ${taskGraphId} already exists with a different definition`);
+    }
+    throw err;
+  }
+}

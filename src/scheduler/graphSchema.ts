@@ -1,0 +1,89 @@
+import type { JsonSchema } from '../api/endpoint.js';
+
+/** Limits of one task-graph. A 100,000-task graph is the design target (issue 3). */
+export const MAX_GRAPH_TASKS = 200_000;
+export const MAX_RERUNS = 100;
+export const LABEL_PATTERN = '^[A-Za-z0-9_./:@+-]{1,255}$';
+
+const node: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['task'],
+  properties: {
+    requires: { type: 'array', maxItems: 10_000, uniqueItems: true, items: { type: 'string', pattern: LABEL_PATTERN }, default: [] },
+    reruns: { type: 'integer', minimum: 0, maximum: MAX_RERUNS, default: 0 },
+    // validated as a task definition after $subs substitution, label by label
+    task: { type: 'object' },
+  },
+};
+
+/** Seed 000's task-graph format plus optional scopes, metadata and tags. */
+export const taskGraphSchema: JsonSchema = {
+  $id: 'tgs:task-graph',
+  type: 'object',
+  additionalProperties: false,
+  required: ['tasks'],
+  properties: {
+    routing: { type: 'string', maxLength: 10, pattern: '^[A-Za-z0-9_-]*$', default: '' },
+    tasks: {
+      type: 'object',
+      minProperties: 1,
+      maxProperties: MAX_GRAPH_TASKS,
+      propertyNames: { pattern: LABEL_PATTERN },
+      additionalProperties: node,
+    },
+    scopes: { type: 'array', maxItems: 1000, items: { type: 'string', pattern: '^[\\x20-\\x7e]*$' }, default: [] },
+    metadata: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        name: { type: 'string', maxLength: 255 },
+        description: { type: 'string', maxLength: 32768 },
+        owner: { type: 'string', maxLength: 255 },
+        source: { type: 'string', maxLength: 4096 },
+      },
+      default: {},
+    },
+    tags: { type: 'object', additionalProperties: { type: 'string', maxLength: 4096 }, default: {} },
+  },
+};
+
+/** POST /task-graph/<id>/extend: new tasks, whose requires may name existing labels. */
+export const extendSchema: JsonSchema = {
+  $id: 'tgs:task-graph-extend',
+  type: 'object',
+  additionalProperties: false,
+  required: ['tasks'],
+  properties: {
+    tasks: { type: 'object', minProperties: 1, maxProperties: MAX_GRAPH_TASKS, propertyNames: { pattern: LABEL_PATTERN }, additionalProperties: node },
+  },
+};
+
+export interface GraphNodeInput {
+  requires: string[];
+  reruns: number;
+  task: Record<string, unknown>;
+}
+
+export interface TaskGraphInputBody {
+  routing: string;
+  tasks: Record<string, GraphNodeInput>;
+  scopes: string[];
+  metadata: Record<string, string>;
+  tags: Record<string, string>;
+}
+
+const statusProperties = {
+  schedulerId: { type: 'string' },
+  taskGraphId: { type: 'string' },
+  state: { enum: ['running', 'blocked', 'finished', 'canceled'] },
+  routing: { type: 'string' },
+};
+
+/** Seed 000's task-graph status structure. */
+export const graphStatusSchema: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['schedulerId', 'taskGraphId', 'state', 'routing'],
+  properties: statusProperties,
+};

@@ -1,0 +1,207 @@
+import type pg from 'pg';
+import type { Queryable } from '../db/pool.js';
+import type { GraphMeta, GraphState, NodePage, QueueTaskState } from '../workflows/contract.js';
+import { TgsError } from '../errors.js';
+import type { PreparedNode } from './prepareGraph.js';
+
+export interface GraphRow {
+  task_graph_id: string;
+  scheduler_id: string;
+  routing: string;
+  state: GraphState;
+  origin: 'graph' | 'queue';
+  graph_hash: string | null;
+  scopes: string[];
+  metadata: Record<string, string>;
+  tags: Record<string, string>;
+  node_count: number;
+  task_count: number;
+  blocked_by: string[];
+  created: Date;
+  updated: Date;
+}
+
+export async function getGraph(db: Queryable, taskGraphId: string, forUpdate = false): Promise<GraphRow | undefined> {
+  const { rows } = await db.query<GraphRow>(
+    `SELECT * FROM task_graphs WHERE task_graph_id = $1${forUpdate ? ' FOR UPDATE' : ''}`,
+    [taskGraphId],
+  );
+  return rows[0];
+}
+
+export function graphMeta(row: GraphRow): GraphMeta {
+  return {
+    taskGraphId: row.task_graph_id,
+    schedulerId: row.scheduler_id,
+    routing: row.routing,
+    nodeCount: row.node_count,
+    state: row.state,
+  };
+}
+
+/** Label → {taskId, idx} of a graph's members (for extend, and for answers by label). */
+export async function memberIndex(db: Queryable, taskGraphId: string): Promise<Map<string, { taskId: string; idx: number }>> {
+  const { rows } = await db.query<{ label: string; task_id: string; idx: number }>(
+    'SELECT label, task_id, idx FROM graph_nodes WHERE task_graph_id = $1 AND member',
+    [taskGraphId],
+  );
+  return new Map(rows.map((r) => [r.label, { taskId: r.task_id, idx: r.idx }]));
+}
+
+/**
+ * Appends member nodes at idx = node_count.. in the caller's transaction (which holds the graph row lock)
+ * and bumps node_count/task_count. `existing` resolves requires that name older labels.
+ */
+export async function appendMemberNodes(
+  client: pg.PoolClient,
+  taskGraphId: string,
+  startIdx: number,
+  nodes: PreparedNode[],
+  existing: Map<string, { idx: number }>,
+): Promise<number> {
+  const idxOf = new Map<string, number>();
+  nodes.forEach((n, k) => idxOf.set(n.label, startIdx + k));
+  const rows = nodes.map((n, k) => ({
+    idx: startIdx + k,
+    task_id: n.taskId,
+    label: n.label,
+    requires: n.requires.map((r) => idxOf.get(r) ?? (existing.get(r) as { idx: number }).idx),
+    requires_mode: n.definition.requires === 'all-resolved' ? 1 : 0,
+    reruns: n.reruns,
+  }));
+  // jsonb_to_recordset inserts a 5,000-node chunk in one statement; per-row INSERTs would be ~100x slower.
+  for (let i = 0; i < rows.length; i += 5000) {
+    await client.query(
+      `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label, requires, requires_mode, reruns, reruns_left)
+       SELECT $1, r.idx, r.task_id, true, r.label,
+              ARRAY(SELECT jsonb_array_elements_text(r.requires)::int), r.requires_mode, r.reruns, r.reruns
+       FROM jsonb_to_recordset($2::jsonb) AS r(idx int, task_id text, label text, requires jsonb, requires_mode smallint, reruns int)`,
+      [taskGraphId, JSON.stringify(rows.slice(i, i + 5000))],
+    );
+  }
+  const end = startIdx + nodes.length;
+  await client.query(
+    'UPDATE task_graphs SET node_count = $2, task_count = task_count + $3, updated = now() WHERE task_graph_id = $1',
+    [taskGraphId, end, nodes.length],
+  );
+  return end;
+}
+
+const QUEUE_STATE_CHAR: Record<QueueTaskState, string> = {
+  unscheduled: 'u',
+  pending: 'p',
+  running: 'r',
+  completed: 'c',
+  failed: 'f',
+  exception: 'e',
+};
+
+/** Nodes [fromIdx, fromIdx+limit) in the compact form the workflow loads. */
+export async function loadNodePage(db: Queryable, taskGraphId: string, fromIdx: number, limit: number, withQueueState: boolean): Promise<NodePage> {
+  const { rows } = await db.query<{
+    idx: number;
+    task_id: string;
+    member: boolean;
+    label: string | null;
+    requires: number[];
+    requires_mode: number;
+    reruns_left: number;
+    state: QueueTaskState | null;
+    latest_run: number | null;
+  }>(
+    `SELECT n.idx, n.task_id, n.member, n.label, n.requires, n.requires_mode, n.reruns_left,
+            ${withQueueState ? 't.state, jsonb_array_length(t.runs) - 1 AS latest_run' : 'NULL AS state, NULL AS latest_run'}
+     FROM graph_nodes n ${withQueueState ? 'LEFT JOIN tasks t ON t.task_id = n.task_id' : ''}
+     WHERE n.task_graph_id = $1 AND n.idx >= $2 AND n.idx < $3
+     ORDER BY n.idx`,
+    [taskGraphId, fromIdx, fromIdx + limit],
+  );
+  rows.forEach((r, k) => {
+    if (r.idx !== fromIdx + k) throw new Error(`graph ${taskGraphId} has a gap at node ${fromIdx + k}`);
+  });
+  const page: NodePage = {
+    fromIdx,
+    taskIds: rows.map((r) => r.task_id).join(''),
+    members: rows.map((r) => (r.member ? '1' : '0')).join(''),
+    modes: rows.map((r) => String(r.requires_mode)).join(''),
+    requireCounts: rows.map((r) => r.requires.length),
+    requires: rows.flatMap((r) => r.requires),
+    rerunsLeft: rows.map((r) => r.reruns_left),
+    labels: rows.map((r) => (r.member && r.label !== r.task_id ? (r.label ?? '') : '')),
+  };
+  if (withQueueState) {
+    page.queueStates = rows.map((r) => (r.state ? QUEUE_STATE_CHAR[r.state] : '-')).join('');
+    page.latestRuns = rows.map((r) => r.latest_run ?? -1);
+  }
+  return page;
+}
+
+/** Creates the graph row of a task group that uses queue-level dependencies (no-op if it exists). */
+export async function ensureQueueGraph(db: Queryable, taskGraphId: string): Promise<void> {
+  const { rows } = await db.query<{ scheduler_id: string }>(
+    'SELECT scheduler_id FROM task_groups WHERE task_group_id = $1',
+    [taskGraphId],
+  );
+  if (!rows[0]) throw new TgsError('ResourceNotFound', `task group ${taskGraphId} does not exist`);
+  await db.query(
+    `INSERT INTO task_graphs (task_graph_id, scheduler_id, origin) VALUES ($1, $2, 'queue')
+     ON CONFLICT (task_graph_id) DO NOTHING`,
+    [taskGraphId, rows[0].scheduler_id],
+  );
+}
+
+/**
+ * Queue-level dependencies: makes these tasks members of their group's graph, and every task they
+ * depend on that is not a node yet an external node. Idempotent. Returns the new node count.
+ */
+export async function joinQueueTasks(client: pg.PoolClient, taskGraphId: string, taskIds: string[]): Promise<number> {
+  const graph = await getGraph(client, taskGraphId, true);
+  if (!graph) throw new Error(`graph ${taskGraphId} does not exist`);
+  const { rows: tasks } = await client.query<{ task_id: string; requires: string; deps: string[] }>(
+    `SELECT t.task_id, t.requires,
+            ARRAY(SELECT d.required_task_id FROM task_dependencies d WHERE d.dependent_task_id = t.task_id ORDER BY 1) AS deps
+     FROM tasks t
+     WHERE t.task_id = ANY($1) AND t.task_group_id = $2
+       AND NOT EXISTS (SELECT 1 FROM graph_nodes n WHERE n.task_graph_id = $2 AND n.task_id = t.task_id)
+     ORDER BY t.created, t.task_id`,
+    [taskIds, taskGraphId],
+  );
+  if (tasks.length === 0) return graph.node_count;
+  const { rows: known } = await client.query<{ task_id: string; idx: number }>(
+    'SELECT task_id, idx FROM graph_nodes WHERE task_graph_id = $1 AND task_id = ANY($2)',
+    [taskGraphId, tasks.flatMap((t) => t.deps)],
+  );
+  const idxOf = new Map(known.map((k) => [k.task_id, k.idx]));
+  let next = graph.node_count;
+  const members = new Set(tasks.map((t) => t.task_id));
+  const rows: { idx: number; task_id: string; member: boolean; requires: number[]; requires_mode: number }[] = [];
+  const memberIdx = new Map<string, number>();
+  tasks.forEach((t) => memberIdx.set(t.task_id, -1));
+  for (const t of tasks) {
+    for (const dep of t.deps) {
+      if (idxOf.has(dep) || members.has(dep)) continue;
+      idxOf.set(dep, next);
+      rows.push({ idx: next++, task_id: dep, member: false, requires: [], requires_mode: 0 });
+    }
+    idxOf.set(t.task_id, next);
+    rows.push({ idx: next++, task_id: t.task_id, member: true, requires: [], requires_mode: t.requires === 'all-resolved' ? 1 : 0 });
+  }
+  for (const t of tasks) {
+    const row = rows.find((r) => r.task_id === t.task_id) as (typeof rows)[number];
+    row.requires = t.deps.map((d) => idxOf.get(d) as number);
+  }
+  await client.query(
+    `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label, requires, requires_mode)
+     SELECT $1, r.idx, r.task_id, r.member, CASE WHEN r.member THEN r.task_id END,
+            ARRAY(SELECT jsonb_array_elements_text(r.requires)::int), r.requires_mode
+     FROM jsonb_to_recordset($2::jsonb) AS r(idx int, task_id text, member boolean, requires jsonb, requires_mode smallint)`,
+    [taskGraphId, JSON.stringify(rows)],
+  );
+  await client.query(
+    `UPDATE task_graphs SET node_count = $2, task_count = task_count + $3,
+            state = CASE WHEN state = 'finished' THEN 'running' ELSE state END, updated = now()
+     WHERE task_graph_id = $1`,
+    [taskGraphId, next, tasks.length],
+  );
+  return next;
+}

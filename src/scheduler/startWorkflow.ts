@@ -1,0 +1,49 @@
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { defineSearchAttributeKey } from '@temporalio/common';
+import type { Config } from '../config.js';
+import type { LazyTemporalClient } from '../temporal/connection.js';
+import { SEARCH_ATTRIBUTES, WORKFLOW_TYPE, workflowIdFor, type TaskGraphInput } from '../workflows/contract.js';
+import { TgsError } from '../errors.js';
+
+export const stateKey = defineSearchAttributeKey(SEARCH_ATTRIBUTES.state, 'KEYWORD');
+export const schedulerIdKey = defineSearchAttributeKey(SEARCH_ATTRIBUTES.schedulerId, 'KEYWORD');
+
+/**
+ * Starts the graph's workflow; a workflow that exists already (running or closed) is left alone, so
+ * a repeated PUT of the same graph never runs it twice.
+ */
+export async function startGraphWorkflow(
+  temporal: LazyTemporalClient,
+  config: Config,
+  graph: { taskGraphId: string; routing: string; taskCount: number; name?: string },
+  input: TaskGraphInput = { taskGraphId: graph.taskGraphId },
+): Promise<void> {
+  let client;
+  try {
+    client = await temporal.get();
+  } catch (err) {
+    throw new TgsError(
+      'ServiceUnavailable',
+      `task-graph ${graph.taskGraphId} is stored but its workflow could not start: Temporal at ${config.temporalAddress} is unreachable (${(err as Error).message}). Retry the same request once Temporal is up.`,
+    );
+  }
+  try {
+    await client.workflow.start(WORKFLOW_TYPE, {
+      taskQueue: config.temporalTaskQueue,
+      workflowId: workflowIdFor(graph.taskGraphId),
+      args: [input],
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      typedSearchAttributes: [
+        { key: stateKey, value: 'running' },
+        { key: schedulerIdKey, value: config.schedulerId },
+      ],
+      staticSummary: `task-graph ${graph.name ? `“${graph.name}” ` : ''}· ${graph.taskCount} tasks · routing ${graph.routing || '_'}`,
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return;
+    throw new TgsError(
+      'ServiceUnavailable',
+      `task-graph ${graph.taskGraphId} is stored but its workflow could not start (${(err as Error).message}). Retry the same request.`,
+    );
+  }
+}

@@ -1,0 +1,76 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type pg from 'pg';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { Connection } from '@temporalio/client';
+import { temporal as proto } from '@temporalio/proto';
+import type { Config } from './config.js';
+import { createActivities } from './activities/index.js';
+import { connectionOptions } from './temporal/connection.js';
+import { SEARCH_ATTRIBUTES } from './workflows/contract.js';
+
+/** The workflow entry: the .ts source under tsx (tests, dev), the compiled .js in dist/. */
+export function workflowsPath(): string {
+  const ts = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
+  return existsSync(ts) ? ts : fileURLToPath(new URL('./workflows/index.js', import.meta.url));
+}
+
+/**
+ * Registers the search attributes the workflow upserts when the namespace lacks them, so a stock
+ * Temporal server needs no hand set-up. A server that refuses (a hosted namespace) gets a clear message.
+ */
+export async function ensureSearchAttributes(config: Config): Promise<void> {
+  const connection = await Connection.connect(connectionOptions(config));
+  try {
+    const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace: config.temporalNamespace });
+    const missing = Object.values(SEARCH_ATTRIBUTES).filter((name) => !(name in (customAttributes ?? {})));
+    if (missing.length === 0) return;
+    try {
+      await connection.operatorService.addSearchAttributes({
+        namespace: config.temporalNamespace,
+        searchAttributes: Object.fromEntries(missing.map((n) => [n, proto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+      });
+    } catch (err) {
+      throw new Error(
+        `the Temporal namespace ${config.temporalNamespace} lacks the search attributes ${missing.join(', ')} (type Keyword) and refused to add them (${(err as Error).message}); add them in your Temporal namespace settings`,
+      );
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
+export interface SchedulerWorkerOptions {
+  config: Config;
+  pool: pg.Pool;
+  /** Reuse a bundle (tests bundle once per file). */
+  workflowBundle?: WorkerOptions['workflowBundle'];
+  connection?: NativeConnection;
+}
+
+/** The Temporal worker: the taskGraph workflow and its activities (src/activities). */
+export async function createSchedulerWorker(options: SchedulerWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
+  const { config, pool } = options;
+  const connection = options.connection ?? (await NativeConnection.connect(connectionOptions(config)));
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporalNamespace,
+    taskQueue: config.temporalTaskQueue,
+    activities: createActivities({ config, pool }),
+    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath(), bundlerOptions }),
+    // Graph workflows are long-lived and small in memory; keep many cached to avoid replays.
+    maxCachedWorkflows: 2000,
+  });
+  return { worker, connection };
+}
+
+/** ESM imports say `.js`; under tsx the sources are `.ts`: let webpack try both. */
+export const bundlerOptions: WorkerOptions['bundlerOptions'] = {
+  webpackConfigHook: (webpackConfig) => {
+    webpackConfig.resolve = {
+      ...webpackConfig.resolve,
+      extensionAlias: { '.js': ['.ts', '.js'] },
+    };
+    return webpackConfig;
+  },
+};

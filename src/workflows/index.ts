@@ -1,0 +1,2 @@
+// Workflow bundle entry: every workflow type the scheduler worker serves.
+export { taskGraph } from './taskGraph.js';
