@@ -1,5 +1,3 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { Connection } from '@temporalio/client';
@@ -8,12 +6,7 @@ import type { Config } from './config.js';
 import { createActivities } from './activities/index.js';
 import { connectionOptions } from './temporal/connection.js';
 import { SEARCH_ATTRIBUTES } from './workflows/contract.js';
-
-/** The workflow entry: the .ts source under tsx (tests, dev), the compiled .js in dist/. */
-export function workflowsPath(): string {
-  const ts = fileURLToPath(new URL('./workflows/index.ts', import.meta.url));
-  return existsSync(ts) ? ts : fileURLToPath(new URL('./workflows/index.js', import.meta.url));
-}
+import { bundlerOptions, workflowsPath } from './temporal/workflowBundle.js';
 
 /**
  * Registers the search attributes the workflow upserts when the namespace lacks them, so a stock
@@ -63,14 +56,3 @@ export async function createSchedulerWorker(options: SchedulerWorkerOptions): Pr
   });
   return { worker, connection };
 }
-
-/** ESM imports say `.js`; under tsx the sources are `.ts`: let webpack try both. */
-export const bundlerOptions: WorkerOptions['bundlerOptions'] = {
-  webpackConfigHook: (webpackConfig) => {
-    webpackConfig.resolve = {
-      ...webpackConfig.resolve,
-      extensionAlias: { '.js': ['.ts', '.js'] },
-    };
-    return webpackConfig;
-  },
-};

@@ -87,6 +87,8 @@ export interface StatusQueryResult {
   counts: Record<string, number>;
   blockedBy: string[];
   nodeCount: number;
+  /** the latest refused rerun signals, newest last (a signal cannot answer its sender) */
+  refused: string[];
 }
 
 export interface TaskQueryResult {

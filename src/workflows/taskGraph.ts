@@ -177,6 +177,7 @@ export async function taskGraph(input: TaskGraphInput): Promise<{ taskGraphId: s
     counts: model.countsByName(),
     blockedBy: model.blockedBy(),
     nodeCount: model.size,
+    refused: [...rejected],
   });
   wf.setHandler(statusQuery, status);
   wf.setHandler(taskQuery, (req) => {

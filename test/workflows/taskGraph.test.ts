@@ -1,0 +1,206 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import slugid from 'slugid';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { FakeGraph, fakeActivities } from '../helpers/fakeActivities.js';
+import { startWorkflowEnv, type WorkflowEnv } from '../helpers/workflowEnv.js';
+import type { NodeSpec } from '../helpers/graphPages.js';
+import type { StatusQueryResult, TaskGraphInput, TuningOptions } from '../../src/workflows/contract.js';
+
+const graphs = new Map<string, FakeGraph>();
+let env: WorkflowEnv;
+
+before(async () => {
+  env = await startWorkflowEnv(fakeActivities(graphs));
+});
+after(async () => {
+  await env.stop();
+});
+
+async function start(specs: NodeSpec[], tuning: TuningOptions = {}) {
+  const taskGraphId = slugid.nice();
+  const graph = new FakeGraph(taskGraphId, specs);
+  graphs.set(taskGraphId, graph);
+  const handle = await env.client.workflow.start('taskGraph', {
+    taskQueue: env.taskQueue,
+    workflowId: `task-graph/${taskGraphId}`,
+    args: [{ taskGraphId, tuning } satisfies TaskGraphInput],
+  });
+  const resolve = (label: string, runId: number, state: 'completed' | 'failed' | 'exception') =>
+    handle.signal('resolutions', [{ taskId: graph.id(label), runId, state }]);
+  const dispatchedCount = (entry: string) => graph.dispatchedLabels().filter((d) => d === entry).length;
+  const waitDispatched = (entry: string, times = 1) => graph.until(() => dispatchedCount(entry) >= times, `${entry} ×${times}`);
+  const status = () => handle.query<StatusQueryResult>('status');
+  return { taskGraphId, graph, handle, resolve, waitDispatched, status };
+}
+
+test('a diamond graph runs in order, publishes running then finished, and the workflow completes', async () => {
+  const g = await start([
+    { label: 'build' },
+    { label: 'test-a', requires: ['build'] },
+    { label: 'test-b', requires: ['build'] },
+    { label: 'package', requires: ['test-a', 'test-b'] },
+  ]);
+  await g.waitDispatched('schedule:build');
+  assert.deepEqual(g.graph.dispatchedLabels(), ['schedule:build']);
+  await g.resolve('build', 0, 'completed');
+  await g.waitDispatched('schedule:test-a');
+  await g.waitDispatched('schedule:test-b');
+  await g.resolve('test-a', 0, 'completed');
+  await g.resolve('test-b', 0, 'completed');
+  await g.waitDispatched('schedule:package');
+  await g.resolve('package', 0, 'completed');
+  const result = await g.handle.result();
+  assert.deepEqual(result, { taskGraphId: g.taskGraphId, state: 'finished' });
+  assert.deepEqual(g.graph.published.map((p) => `${p.kind}#${p.seq}:${p.state}`), ['task-graph-running#0:running', 'task-graph-finished#0:finished']);
+  assert.equal(g.graph.dispatchedLabels().length, 4, 'each task dispatched once');
+});
+
+test('a task that fails twice passes with reruns=2; the status query counts states', async () => {
+  const g = await start([{ label: 'flaky', reruns: 2 }, { label: 'after', requires: ['flaky'] }]);
+  await g.waitDispatched('schedule:flaky');
+  await g.resolve('flaky', 0, 'failed');
+  await g.waitDispatched('rerun:flaky');
+  await g.resolve('flaky', 1, 'failed');
+  await g.waitDispatched('rerun:flaky', 2);
+  const rerunsLeft = g.graph.dispatched.filter((d) => d.kind === 'rerun').map((d) => d.rerunsLeft);
+  assert.deepEqual(rerunsLeft, [1, 0]);
+  const mid = await g.status();
+  assert.equal(mid.state, 'running');
+  assert.equal(mid.counts.scheduled, 1);
+  assert.equal(mid.counts.waiting, 1);
+  await g.resolve('flaky', 2, 'completed');
+  await g.waitDispatched('schedule:after');
+  await g.resolve('after', 0, 'completed');
+  assert.equal((await g.handle.result()).state, 'finished');
+});
+
+test('a task that always fails blocks the graph; a manual rerun (Update) after the fix finishes it', async () => {
+  const g = await start([{ label: 'broken', reruns: 1 }, { label: 'independent' }, { label: 'after', requires: ['broken'] }]);
+  await g.waitDispatched('schedule:broken');
+  await g.resolve('broken', 0, 'failed');
+  await g.waitDispatched('rerun:broken');
+  await g.resolve('broken', 1, 'failed');
+  await g.graph.until(() => g.graph.published.some((p) => p.kind === 'task-graph-blocked'), 'blocked message');
+  const blocked = g.graph.published.find((p) => p.kind === 'task-graph-blocked');
+  assert.deepEqual(blocked?.blockedBy, [g.graph.id('broken')]);
+  assert.equal((await g.status()).state, 'blocked');
+  // independent branches keep running while blocked
+  await g.resolve('independent', 0, 'completed');
+
+  await assert.rejects(
+    g.handle.executeUpdate('rerunTask', { args: [{ label: 'after' }] }),
+    (err: unknown) => err instanceof WorkflowUpdateFailedError && /only a resolved task/.test(String((err as Error).cause?.message)),
+  );
+  await g.handle.signal('rerun', { label: 'nope' });
+  let refused: string[] = [];
+  for (let i = 0; i < 50 && refused.length === 0; i++) {
+    refused = (await g.status()).refused;
+    if (refused.length === 0) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.match(refused[refused.length - 1] ?? '', /not a task of this task-graph/);
+
+  const accepted = await g.handle.executeUpdate<{ taskId: string }>('rerunTask', { args: [{ label: 'broken' }] });
+  assert.equal(accepted.taskId, g.graph.id('broken'));
+  await g.waitDispatched('rerun:broken', 2);
+  const manual = g.graph.dispatched.filter((d) => d.kind === 'rerun').at(-1);
+  assert.equal(manual?.rerunsLeft, undefined, 'a manual rerun does not consume reruns');
+  await g.graph.until(() => g.graph.published.filter((p) => p.kind === 'task-graph-running').length === 2, 'running again');
+  await g.resolve('broken', 2, 'completed');
+  await g.waitDispatched('schedule:after');
+  await g.resolve('after', 0, 'completed');
+  assert.equal((await g.handle.result()).state, 'finished');
+});
+
+test('duplicate and out-of-order resolutions do not double-schedule', async () => {
+  const g = await start([{ label: 'a', reruns: 1 }, { label: 'b', requires: ['a'] }]);
+  await g.waitDispatched('schedule:a');
+  await g.resolve('a', 0, 'failed');
+  await g.resolve('a', 0, 'failed');
+  await g.waitDispatched('rerun:a');
+  await g.resolve('a', 1, 'completed');
+  await g.resolve('a', 0, 'failed');
+  await g.resolve('a', 1, 'completed');
+  await g.waitDispatched('schedule:b');
+  await g.resolve('b', 0, 'completed');
+  assert.equal((await g.handle.result()).state, 'finished');
+  assert.deepEqual(g.graph.dispatchedLabels(), ['schedule:a', 'rerun:a', 'schedule:b']);
+});
+
+test('extend while running: new tasks requiring existing ones run, and an extended message is published', async () => {
+  const g = await start([{ label: 'a' }, { label: 'b', requires: ['a'] }]);
+  await g.waitDispatched('schedule:a');
+  g.graph.add([{ label: 'c', requires: ['a'] }, { label: 'd', requires: ['c', 'b'] }]);
+  await g.handle.signal('extended', { nodeCount: g.graph.nodeCount });
+  await g.graph.until(() => g.graph.published.some((p) => p.kind === 'task-graph-extended'), 'extended message');
+  await g.resolve('a', 0, 'completed');
+  await g.waitDispatched('schedule:b');
+  await g.waitDispatched('schedule:c');
+  await g.resolve('b', 0, 'completed');
+  await g.resolve('c', 0, 'completed');
+  await g.waitDispatched('schedule:d');
+  await g.resolve('d', 0, 'completed');
+  assert.equal((await g.handle.result()).state, 'finished');
+});
+
+test('a manual rerun with resetDependents reruns the resolved dependents after the task completes', async () => {
+  const g = await start([{ label: 'a' }, { label: 'b', requires: ['a'] }, { label: 'c', requires: ['b'] }, { label: 'x' }]);
+  await g.waitDispatched('schedule:a');
+  await g.resolve('a', 0, 'completed');
+  await g.waitDispatched('schedule:b');
+  await g.resolve('b', 0, 'completed');
+  await g.waitDispatched('schedule:c');
+  await g.resolve('c', 0, 'exception');
+  await g.graph.until(() => g.graph.published.some((p) => p.kind === 'task-graph-blocked'), 'blocked');
+  const result = await g.handle.executeUpdate<{ resetDependents: string[] }>('rerunTask', { args: [{ label: 'a', resetDependents: true }] });
+  assert.deepEqual(result.resetDependents.sort(), [g.graph.id('b'), g.graph.id('c')].sort());
+  await g.waitDispatched('rerun:a');
+  await g.resolve('a', 1, 'completed');
+  await g.waitDispatched('rerun:b');
+  await g.resolve('b', 1, 'completed');
+  await g.waitDispatched('rerun:c');
+  await g.resolve('c', 1, 'completed');
+  await g.resolve('x', 0, 'completed');
+  assert.equal((await g.handle.result()).state, 'finished');
+});
+
+test('cancel cancels every unresolved task and ends the workflow as canceled', async () => {
+  const g = await start([{ label: 'a' }, { label: 'b', requires: ['a'] }, { label: 'c' }]);
+  await g.waitDispatched('schedule:a');
+  await g.resolve('c', 0, 'completed');
+  await g.handle.signal('cancel', {});
+  assert.equal((await g.handle.result()).state, 'canceled');
+  assert.deepEqual(new Set(g.graph.canceled), new Set([g.graph.id('a'), g.graph.id('b')]));
+  assert.equal(g.graph.published.at(-1)?.kind, 'task-graph-canceled');
+});
+
+test('a lost resolution is recovered by reconciling with the queue', async () => {
+  const g = await start([{ label: 'a' }, { label: 'b', requires: ['a'] }], { reconcileAfterMs: 500 });
+  await g.waitDispatched('schedule:a');
+  // the queue knows a completed, but no message ever reaches the workflow
+  g.graph.queueResolutions.set(g.graph.id('a'), { taskId: g.graph.id('a'), runId: 0, state: 'completed' });
+  await g.waitDispatched('schedule:b');
+  g.graph.queueResolutions.set(g.graph.id('b'), { taskId: g.graph.id('b'), runId: 0, state: 'completed' });
+  assert.equal((await g.handle.result()).state, 'finished');
+});
+
+test('continue-as-new carries the state: a 60-task chain finishes across several runs', async () => {
+  const specs: NodeSpec[] = Array.from({ length: 60 }, (_, i) => ({ label: `t${i}`, requires: i ? [`t${i - 1}`] : [], reruns: 1 }));
+  const g = await start(specs, { maxHistoryEvents: 60 });
+  const firstRunId = (await g.handle.describe()).runId;
+  for (let i = 0; i < 60; i++) {
+    await g.waitDispatched(`schedule:t${i}`);
+    if (i === 30) {
+      await g.resolve(`t${i}`, 0, 'failed');
+      await g.waitDispatched(`rerun:t${i}`);
+      await g.resolve(`t${i}`, 1, 'completed');
+    } else {
+      await g.resolve(`t${i}`, 0, 'completed');
+    }
+  }
+  assert.equal((await g.handle.result()).state, 'finished');
+  const last = await env.client.workflow.getHandle(`task-graph/${g.taskGraphId}`).describe();
+  assert.notEqual(last.runId, firstRunId, 'the workflow continued as new');
+  assert.equal(g.graph.dispatched.length, 61, 'no task was dispatched twice across runs');
+  assert.deepEqual(g.graph.published.map((p) => p.kind), ['task-graph-running', 'task-graph-finished']);
+});
