@@ -6,6 +6,11 @@ import { FakeGraph, fakeActivities } from '../helpers/fakeActivities.js';
 import { startWorkflowEnv, type WorkflowEnv } from '../helpers/workflowEnv.js';
 import type { NodeSpec } from '../helpers/graphPages.js';
 import type { StatusQueryResult, TaskGraphInput, TuningOptions } from '../../src/workflows/contract.js';
+import { Worker } from '@temporalio/worker';
+import { execFileSync } from 'node:child_process';
+import { findTemporalCli } from '../../src/temporal/devServer.js';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { workflowBundle } from '../helpers/workflowEnv.js';
 
 const graphs = new Map<string, FakeGraph>();
 let env: WorkflowEnv;
@@ -13,7 +18,28 @@ let env: WorkflowEnv;
 before(async () => {
   env = await startWorkflowEnv(fakeActivities(graphs));
 });
+
+const handles: { name: string; workflowId: string }[] = [];
+
+/**
+ * Every finished scenario's history replays against the current workflow code (determinism). With
+ * TGS_RECORD_HISTORIES=1 they are also saved as fixtures, which test/workflows/replay.test.ts replays
+ * against future versions of the code.
+ */
 after(async () => {
+  for (const { name, workflowId } of handles) {
+    const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+    await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, workflowId);
+    if (process.env.TGS_RECORD_HISTORIES) {
+      mkdirSync('test/fixtures/histories', { recursive: true });
+      // The CLI's JSON is the format `temporal workflow show` users share; historyFromJSON reads it.
+      const json = execFileSync(findTemporalCli() as string, [
+        'workflow', 'show', '--address', env.server.address, '--workflow-id', workflowId, '--output', 'json',
+      ]);
+      // The file name carries the graph id: replay needs the workflow id the history ran under.
+      writeFileSync(`test/fixtures/histories/${name}--${workflowId.split('/')[1]}.json`, json);
+    }
+  }
   await env.stop();
 });
 
@@ -26,6 +52,7 @@ async function start(specs: NodeSpec[], tuning: TuningOptions = {}) {
     workflowId: `task-graph/${taskGraphId}`,
     args: [{ taskGraphId, tuning } satisfies TaskGraphInput],
   });
+  handles.push({ name: `scenario-${handles.length + 1}`, workflowId: handle.workflowId });
   const resolve = (label: string, runId: number, state: 'completed' | 'failed' | 'exception') =>
     handle.signal('resolutions', [{ taskId: graph.id(label), runId, state }]);
   const dispatchedCount = (entry: string) => graph.dispatchedLabels().filter((d) => d === entry).length;
