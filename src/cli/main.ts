@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 import { registerApiCommand } from './commands/api.js';
 import { registerMigrateCommand } from './commands/migrate.js';
+import { registerSchedulerWorkerCommand } from './commands/schedulerWorker.js';
+import { registerBridgeCommand } from './commands/bridge.js';
 
 /** `tgs <command>`: every command registers itself from src/cli/commands/<command>.ts. */
 export async function main(argv: string[]): Promise<void> {
@@ -9,6 +11,8 @@ export async function main(argv: string[]): Promise<void> {
     .showHelpAfterError();
   registerApiCommand(program);
   registerMigrateCommand(program);
+  registerSchedulerWorkerCommand(program);
+  registerBridgeCommand(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {
