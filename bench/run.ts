@@ -1,0 +1,242 @@
+/**
+ * `npm run bench [-- --quick] [-- --only hop,throughput,scale,queue]`: tgs against its floors, measured in
+ * one run on this machine. Writes bench/results/latest.json and a dated copy, and prints a table.
+ */
+import { cpus, totalmem } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import slugid from 'slugid';
+import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { startStack, eventually, type Stack } from '../test/helpers/stack.js';
+import { startFastWorker } from '../test/helpers/fastWorker.js';
+import { fastTask, graphOf } from '../test/helpers/graphs.js';
+import { findTemporalCli } from '../src/temporal/devServer.js';
+import { bundlerOptions } from '../src/temporal/workflowBundle.js';
+import { createFloorActivities } from './floor/activities.js';
+import { percentile } from './stats.js';
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const onlyArg = args.find((a) => a.startsWith('--only='))?.slice(7);
+const only = new Set((onlyArg ?? 'hop,throughput,scale,queue').split(','));
+const sizes = quick
+  ? { chain: 20, floorHops: 20, throughput: 500, layers: 10, width: 100, fanIn: 3, queueTasks: 300 }
+  : { chain: 200, floorHops: 200, throughput: 10_000, layers: 100, width: 1000, fanIn: 3, queueTasks: 5000 };
+const log = (line: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
+
+function rssMb(pid: number): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Math.round(Number(m[1]) / 1024) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+async function machine(stack: Stack) {
+  const { rows } = await stack.api.db.pool.query<{ v: string }>('SHOW server_version');
+  let rabbitmq = 'unknown';
+  try {
+    rabbitmq = /RabbitMQ version: (\S+)/.exec(execFileSync('rabbitmqctl', ['status'], { encoding: 'utf8' }))?.[1] ?? rabbitmq;
+  } catch {
+    // not fatal
+  }
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? 'unknown',
+    memGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    temporal: execFileSync(findTemporalCli() as string, ['--version'], { encoding: 'utf8' }).trim(),
+    postgres: rows[0].v,
+    rabbitmq,
+  };
+}
+
+/** Per-hop time: reportCompleted answered for A → B claimed, over a chain of tasks. */
+async function hopScenario(stack: Stack) {
+  const claimedAt = new Map<string, number>();
+  const reportedAt = new Map<string, number>();
+  const worker = startFastWorker({
+    rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'chain', concurrency: 2,
+    onClaim: (t) => claimedAt.set(t.taskId, performance.now()),
+    onReport: (t) => reportedAt.set(t.taskId, performance.now()),
+  });
+  const labels = Array.from({ length: sizes.chain }, (_, i) => `c${i}`);
+  const graph = graphOf(Object.fromEntries(labels.map((l, i) => [l, { requires: i ? [labels[i - 1]] : [] }])), 'bench');
+  for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = 'chain';
+  const id = slugid.nice();
+  const res = await stack.root.request('scheduler', 'PUT', `/task-graph/${id}`, graph);
+  const ids = new Map<string, string>(res.tasks.map((t: { label: string; taskId: string }) => [t.label, t.taskId]));
+  await eventually(async () => (await stack.root.request('scheduler', 'GET', `/task-graph/${id}/status`)).status.state === 'finished', 'chain finished', 600_000);
+  await worker.stop();
+  const hops: number[] = [];
+  for (let i = 1; i < labels.length; i++) {
+    hops.push((claimedAt.get(ids.get(labels[i]) as string) as number) - (reportedAt.get(ids.get(labels[i - 1]) as string) as number));
+  }
+  return { hops };
+}
+
+/** The same hop done bare: signal → workflow → one activity → one Postgres UPDATE. */
+async function floorScenario(stack: Stack, mode: 'regular' | 'local') {
+  const pool = stack.api.db.pool;
+  await pool.query('CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, n int)');
+  await pool.query('INSERT INTO bench_floor VALUES (1, 0) ON CONFLICT DO NOTHING');
+  const waiters = new Map<number, () => void>();
+  const connection = await NativeConnection.connect({ address: stack.temporal.address });
+  const worker = await Worker.create({
+    connection,
+    taskQueue: `bench-floor-${mode}`,
+    workflowBundle: await bundleWorkflowCode({ workflowsPath: new URL('./floor/workflows.ts', import.meta.url).pathname, webpackConfigHook: bundlerOptions?.webpackConfigHook }),
+    activities: createFloorActivities(pool, (n) => waiters.get(n)?.()),
+  });
+  const running = worker.run();
+  const handle = await stack.client.workflow.start('floorWorkflow', { taskQueue: `bench-floor-${mode}`, workflowId: `floor-${mode}-${slugid.nice()}`, args: [mode, sizes.floorHops] });
+  const times: number[] = [];
+  for (let n = 1; n <= sizes.floorHops; n++) {
+    const done = new Promise<void>((resolve) => waiters.set(n, resolve));
+    const t0 = performance.now();
+    await handle.signal('hop', n);
+    await done;
+    times.push(performance.now() - t0);
+  }
+  await handle.result();
+  worker.shutdown();
+  await running;
+  await connection.close();
+  return times;
+}
+
+/** The queue's own floor: scheduleTask → claimed, for a task that was unscheduled. */
+async function queueFloor(stack: Stack) {
+  const claimedAt = new Map<string, number>();
+  const worker = startFastWorker({
+    rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'qfloor', concurrency: 2,
+    onClaim: (t) => claimedAt.set(t.taskId, performance.now()),
+  });
+  // A blocker nobody claims keeps the measured tasks unscheduled until we schedule them by hand.
+  const blocker = slugid.nice();
+  await stack.root.request('queue', 'PUT', `/task/${blocker}`, { ...fastTask('blocker'), workerType: 'nobody' });
+  const times: number[] = [];
+  for (let i = 0; i < Math.min(sizes.floorHops, 100); i++) {
+    const id = slugid.nice();
+    await stack.root.request('queue', 'PUT', `/task/${id}`, { ...fastTask(`q${i}`), workerType: 'qfloor', dependencies: [blocker] });
+    const t0 = performance.now();
+    await stack.root.request('queue', 'POST', `/task/${id}/schedule`);
+    await eventually(async () => claimedAt.has(id), 'claimed', 10_000);
+    times.push((claimedAt.get(id) as number) - t0);
+  }
+  await worker.stop();
+  return times;
+}
+
+async function graphRun(stack: Stack, graph: ReturnType<typeof graphOf>, concurrency: number, workerType: string) {
+  for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = workerType;
+  const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency });
+  const id = slugid.nice();
+  const t0 = performance.now();
+  await stack.root.request('scheduler', 'PUT', `/task-graph/${id}`, graph);
+  const submitted = performance.now();
+  let lastLog = 0;
+  await eventually(async () => {
+    const state = (await stack.root.request('scheduler', 'GET', `/task-graph/${id}/status`)).status.state;
+    if (performance.now() - lastLog > 10_000) {
+      lastLog = performance.now();
+      log(`  ${id}: ${state}, ${worker.reported.length} tasks reported`);
+    }
+    return state === 'finished';
+  }, `graph ${id} finished`, 3_600_000);
+  const finished = performance.now();
+  await worker.stop();
+  return { id, submitS: (submitted - t0) / 1000, finishS: (finished - t0) / 1000 };
+}
+
+async function historyStats(stack: Stack, taskGraphId: string) {
+  let runs = 0;
+  let maxEvents = 0;
+  let maxBytes = 0;
+  for await (const execution of stack.client.workflow.list({ query: `WorkflowId = 'task-graph/${taskGraphId}'` })) {
+    runs++;
+    maxEvents = Math.max(maxEvents, execution.historyLength);
+    maxBytes = Math.max(maxBytes, execution.historySize ?? 0);
+  }
+  return { continueAsNew: Math.max(0, runs - 1), maxEvents, maxBytes };
+}
+
+async function main() {
+  log(`starting the stack (quick=${quick})`);
+  const stack = await startStack({ configOverrides: { claimTimeoutSeconds: 600 } });
+  const results: Record<string, unknown> = { machine: await machine(stack), quick, date: new Date().toISOString() };
+  try {
+    if (only.has('hop')) {
+      log(`hop: chain of ${sizes.chain}`);
+      const { hops } = await hopScenario(stack);
+      log('hop: floor (bare signal → activity → UPDATE)');
+      const floor = await floorScenario(stack, 'regular');
+      const floorLocal = await floorScenario(stack, 'local');
+      log('hop: queue floor (scheduleTask → claimed)');
+      const qf = await queueFloor(stack);
+      results.hop = {
+        p50_ms: percentile(hops, 50), p95_ms: percentile(hops, 95), p99_ms: percentile(hops, 99),
+        floor_p50_ms: percentile(floor, 50), floor_p99_ms: percentile(floor, 99),
+        floor_local_p50_ms: percentile(floorLocal, 50), floor_local_p99_ms: percentile(floorLocal, 99),
+        queue_floor_p50_ms: percentile(qf, 50), queue_floor_p99_ms: percentile(qf, 99),
+      };
+    }
+    if (only.has('throughput')) {
+      const n = sizes.throughput;
+      log(`throughput: ${n}-task graph (1 → ${n - 2} → 1)`);
+      const nodes: Record<string, { requires?: string[] }> = { root: {} };
+      const middle = Array.from({ length: n - 2 }, (_, i) => `m${i}`);
+      middle.forEach((m) => (nodes[m] = { requires: ['root'] }));
+      nodes.sink = { requires: middle };
+      const run = await graphRun(stack, graphOf(nodes, 'bench'), 16, 'throughput');
+      results.throughput = { tasks: n, seconds: Math.round(run.finishS * 10) / 10, tasks_per_s: Math.round(n / run.finishS) };
+    }
+    if (only.has('scale')) {
+      const { layers, width, fanIn } = sizes;
+      const tasks = layers * width;
+      log(`scale: ${tasks}-task layered DAG (${layers} layers × ${width}, fan-in ${fanIn})`);
+      const nodes: Record<string, { requires?: string[] }> = {};
+      let edges = 0;
+      for (let l = 0; l < layers; l++) {
+        for (let w = 0; w < width; w++) {
+          const requires = l === 0 ? [] : Array.from({ length: fanIn }, (_, k) => `l${l - 1}-${(w + k * 7) % width}`);
+          edges += new Set(requires).size;
+          nodes[`l${l}-${w}`] = { requires: [...new Set(requires)] };
+        }
+      }
+      const run = await graphRun(stack, graphOf(nodes, 'scale'), 16, 'scale');
+      const history = await historyStats(stack, run.id);
+      results.scale = {
+        tasks, edges, submit_s: Math.round(run.submitS * 10) / 10, finish_s: Math.round(run.finishS * 10) / 10,
+        max_rss_mb: { 'tgs (api+relay+bridge+worker in one process)': rssMb(process.pid), 'temporal dev server': rssMb(stack.temporal.process.pid as number) },
+        continue_as_new: history.continueAsNew, max_history_events: history.maxEvents, max_history_bytes: history.maxBytes,
+      };
+    }
+    if (only.has('queue')) {
+      log('queue: enqueue → claim latency, claim+complete throughput with 16 claimers');
+      try {
+        const { runQueueBench } = (await import('./queue.js')) as { runQueueBench: (o: unknown) => Promise<Record<string, number>> };
+        results.queue = await runQueueBench({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, tasks: sizes.queueTasks, claimers: 16 });
+      } catch (err) {
+        results.queue = { error: (err as Error).message };
+        throw err;
+      }
+    }
+  } finally {
+    await stack.stop();
+  }
+  mkdirSync('bench/results', { recursive: true });
+  const json = JSON.stringify(results, null, 2);
+  writeFileSync('bench/results/latest.json', json);
+  writeFileSync(`bench/results/${new Date().toISOString().replace(/[:.]/g, '-')}${quick ? '-quick' : ''}.json`, json);
+  console.log(json);
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error('bench failed:', err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,71 @@
+import { ApiClient, type TgsCredentials } from '../../src/client/http.js';
+
+export type Outcome = 'completed' | 'failed' | 'exception';
+
+export interface ClaimedTask {
+  taskId: string;
+  runId: number;
+  task: { payload: Record<string, unknown>; metadata?: { name?: string } };
+  credentials: TgsCredentials;
+}
+
+/**
+ * A worker that claims and reports with no work in between: the outcome comes from
+ * payload.outcomes[runId] (default 'completed'), or from `decide` when given.
+ */
+export function startFastWorker(options: {
+  rootUrl: string;
+  credentials: TgsCredentials;
+  provisionerId: string;
+  workerType: string;
+  concurrency?: number;
+  decide?: (task: ClaimedTask) => Outcome | Promise<Outcome>;
+  onClaim?: (task: ClaimedTask) => void;
+  onReport?: (task: ClaimedTask, outcome: Outcome) => void;
+}) {
+  const abort = new AbortController();
+  const api = new ApiClient(options.rootUrl, options.credentials, abort.signal);
+  let stopped = false;
+  const reported: { taskId: string; runId: number; outcome: Outcome }[] = [];
+  const decide =
+    options.decide ??
+    ((task: ClaimedTask): Outcome => {
+      const outcomes = task.task.payload.outcomes as Outcome[] | undefined;
+      return outcomes?.[task.runId] ?? outcomes?.at(-1) ?? 'completed';
+    });
+  const loop = async (slot: number) => {
+    while (!stopped) {
+      let claimed: ClaimedTask[];
+      try {
+        const res = await api.request<{ tasks: ClaimedTask[] }>('queue', 'POST', `/claim-work/${options.provisionerId}/${options.workerType}`, {
+          workerGroup: 'fast',
+          workerId: `w${slot}`,
+          tasks: 1,
+        });
+        claimed = res.tasks;
+      } catch (err) {
+        if (stopped) return;
+        await new Promise((r) => setTimeout(r, 200));
+        void err;
+        continue;
+      }
+      for (const task of claimed) options.onClaim?.(task);
+      for (const task of claimed) {
+        const outcome = await decide(task);
+        const path = `/task/${task.taskId}/runs/${task.runId}/${outcome}`;
+        await api.request('queue', 'POST', path, outcome === 'exception' ? { reason: 'malformed-payload' } : undefined, task.credentials);
+        reported.push({ taskId: task.taskId, runId: task.runId, outcome });
+        options.onReport?.(task, outcome);
+      }
+    }
+  };
+  const loops = Array.from({ length: options.concurrency ?? 4 }, (_, i) => loop(i));
+  return {
+    reported,
+    async stop() {
+      stopped = true;
+      abort.abort();
+      await Promise.allSettled(loops);
+    },
+  };
+}

@@ -1,0 +1,101 @@
+import { randomBytes } from 'node:crypto';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import type { Config } from '../../src/config.js';
+import { createActivities } from '../../src/activities/index.js';
+import { startBridge } from '../../src/bridge/bridge.js';
+import { startRelay } from '../../src/exchanges/relay.js';
+import type { DevServer } from '../../src/temporal/devServer.js';
+import { ApiClient } from '../../src/client/http.js';
+import { startTestApi, type TestApi } from './api.js';
+import { startTestTemporal } from './temporal.js';
+import { workflowBundle } from './workflowEnv.js';
+
+export interface Stack {
+  api: TestApi;
+  config: Config;
+  temporal: DevServer;
+  client: Client;
+  root: ApiClient;
+  bridge: Awaited<ReturnType<typeof startBridge>>;
+  relay: Awaited<ReturnType<typeof startRelay>>;
+  /** Stops or restarts the scheduler worker (tests that kill it). */
+  startWorker(): Promise<void>;
+  stopWorker(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Everything a graph needs, for real: Postgres (own database), the API, the outbox relay and the bridge
+ * on RabbitMQ (own exchange prefix, so test files never see each other's messages), a Temporal dev
+ * server and the scheduler worker.
+ */
+export async function startStack(options: { configOverrides?: Partial<Config>; dynamicConfig?: Record<string, string | number | boolean> } = {}): Promise<Stack> {
+  const temporal = await startTestTemporal({ dynamicConfig: options.dynamicConfig });
+  const prefix = `test-${randomBytes(4).toString('hex')}/`;
+  const api = await startTestApi({
+    temporalAddress: temporal.address,
+    exchangePrefix: prefix,
+    temporalTaskQueue: 'tgs-scheduler',
+    ...options.configOverrides,
+  });
+  const config = api.config;
+  const relay = await startRelay({ config, log: () => undefined });
+  const connection = await Connection.connect({ address: temporal.address });
+  const client = new Client({ connection });
+  const bridge = await startBridge({ config, pool: api.db.pool, temporal: async () => client, queueName: `${prefix}bridge`, log: () => undefined });
+  let worker: { worker: Worker; running: Promise<void>; connection: NativeConnection } | undefined;
+  const startWorker = async () => {
+    const nativeConnection = await NativeConnection.connect({ address: temporal.address });
+    const w = await Worker.create({
+      connection: nativeConnection,
+      taskQueue: config.temporalTaskQueue,
+      workflowBundle: await workflowBundle(),
+      activities: createActivities({ config, pool: api.db.pool }),
+    });
+    worker = { worker: w, running: w.run(), connection: nativeConnection };
+  };
+  const stopWorker = async () => {
+    if (!worker) return;
+    worker.worker.shutdown();
+    await worker.running;
+    await worker.connection.close();
+    worker = undefined;
+  };
+  await startWorker();
+  return {
+    api,
+    config,
+    temporal,
+    client,
+    root: new ApiClient(api.rootUrl, api.root),
+    bridge,
+    relay,
+    startWorker,
+    stopWorker,
+    async stop() {
+      await stopWorker();
+      await bridge.stop();
+      await relay.stop();
+      await connection.close();
+      await api.close();
+      await temporal.stop();
+    },
+  };
+}
+
+/** Polls until fn returns a truthy value (or throws after timeoutMs, saying what it waited for). */
+export async function eventually<T>(fn: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await fn();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
