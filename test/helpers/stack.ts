@@ -17,7 +17,7 @@ export interface Stack {
   temporal: DevServer;
   client: Client;
   root: ApiClient;
-  bridge: Awaited<ReturnType<typeof startBridge>>;
+  bridge: Awaited<ReturnType<typeof startBridge>> | undefined;
   relay: Awaited<ReturnType<typeof startRelay>>;
   /** Stops or restarts the scheduler worker (tests that kill it). */
   startWorker(): Promise<void>;
@@ -30,7 +30,15 @@ export interface Stack {
  * on RabbitMQ (own exchange prefix, so test files never see each other's messages), a Temporal dev
  * server and the scheduler worker.
  */
-export async function startStack(options: { configOverrides?: Partial<Config>; dynamicConfig?: Record<string, string | number | boolean> } = {}): Promise<Stack> {
+export async function startStack(
+  options: {
+    configOverrides?: Partial<Config>;
+    dynamicConfig?: Record<string, string | number | boolean>;
+    /** false: the test runs the bridge / scheduler worker itself (e.g. as processes it kills) */
+    inProcessBridge?: boolean;
+    inProcessWorker?: boolean;
+  } = {},
+): Promise<Stack> {
   const temporal = await startTestTemporal({ dynamicConfig: options.dynamicConfig });
   const prefix = `test-${randomBytes(4).toString('hex')}/`;
   const api = await startTestApi({
@@ -43,7 +51,7 @@ export async function startStack(options: { configOverrides?: Partial<Config>; d
   const relay = await startRelay({ config, log: () => undefined });
   const connection = await Connection.connect({ address: temporal.address });
   const client = new Client({ connection });
-  const bridge = await startBridge({ config, pool: api.db.pool, temporal: async () => client, queueName: `${prefix}bridge`, log: () => undefined });
+  const bridge = options.inProcessBridge === false ? undefined : await startBridge({ config, pool: api.db.pool, temporal: async () => client, queueName: `${prefix}bridge`, log: () => undefined });
   let worker: { worker: Worker; running: Promise<void>; connection: NativeConnection } | undefined;
   const startWorker = async () => {
     const nativeConnection = await NativeConnection.connect({ address: temporal.address });
@@ -62,7 +70,7 @@ export async function startStack(options: { configOverrides?: Partial<Config>; d
     await worker.connection.close();
     worker = undefined;
   };
-  await startWorker();
+  if (options.inProcessWorker !== false) await startWorker();
   return {
     api,
     config,
@@ -75,7 +83,7 @@ export async function startStack(options: { configOverrides?: Partial<Config>; d
     stopWorker,
     async stop() {
       await stopWorker();
-      await bridge.stop();
+      await bridge?.stop();
       await relay.stop();
       await connection.close();
       await api.close();
