@@ -1,0 +1,7 @@
+FROM node:20-slim
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY bin ./bin
+RUN npm ci && npm run build && npm prune --omit=dev
+ENTRYPOINT ["node", "bin/tgs.js"]
