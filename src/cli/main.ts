@@ -3,6 +3,7 @@ import { registerApiCommand } from './commands/api.js';
 import { registerMigrateCommand } from './commands/migrate.js';
 import { registerSchedulerWorkerCommand } from './commands/schedulerWorker.js';
 import { registerBridgeCommand } from './commands/bridge.js';
+import { registerDevCommand } from './commands/dev.js';
 
 /** `tgs <command>`: every command registers itself from src/cli/commands/<command>.ts. */
 export async function main(argv: string[]): Promise<void> {
@@ -13,6 +14,7 @@ export async function main(argv: string[]): Promise<void> {
   registerMigrateCommand(program);
   registerSchedulerWorkerCommand(program);
   registerBridgeCommand(program);
+  registerDevCommand(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {
