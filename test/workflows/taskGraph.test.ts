@@ -117,7 +117,7 @@ test('a task that always fails blocks the graph; a manual rerun (Update) after t
 
   await assert.rejects(
     g.handle.executeUpdate('rerunTask', { args: [{ label: 'after' }] }),
-    (err: unknown) => err instanceof WorkflowUpdateFailedError && /only a resolved task/.test(String((err as Error).cause?.message)),
+    (err: unknown) => err instanceof WorkflowUpdateFailedError && /only a resolved task/.test(String(((err as Error).cause as Error | undefined)?.message)),
   );
   await g.handle.signal('rerun', { label: 'nope' });
   let refused: string[] = [];
@@ -127,7 +127,7 @@ test('a task that always fails blocks the graph; a manual rerun (Update) after t
   }
   assert.match(refused[refused.length - 1] ?? '', /not a task of this task-graph/);
 
-  const accepted = await g.handle.executeUpdate<{ taskId: string }>('rerunTask', { args: [{ label: 'broken' }] });
+  const accepted = await g.handle.executeUpdate<{ taskId: string }, [{ label: string }]>('rerunTask', { args: [{ label: 'broken' }] });
   assert.equal(accepted.taskId, g.graph.id('broken'));
   await g.waitDispatched('rerun:broken', 2);
   const manual = g.graph.dispatched.filter((d) => d.kind === 'rerun').at(-1);
@@ -179,7 +179,7 @@ test('a manual rerun with resetDependents reruns the resolved dependents after t
   await g.waitDispatched('schedule:c');
   await g.resolve('c', 0, 'exception');
   await g.graph.until(() => g.graph.published.some((p) => p.kind === 'task-graph-blocked'), 'blocked');
-  const result = await g.handle.executeUpdate<{ resetDependents: string[] }>('rerunTask', { args: [{ label: 'a', resetDependents: true }] });
+  const result = await g.handle.executeUpdate<{ resetDependents: string[] }, [{ label: string; resetDependents: boolean }]>('rerunTask', { args: [{ label: 'a', resetDependents: true }] });
   assert.deepEqual(result.resetDependents.sort(), [g.graph.id('b'), g.graph.id('c')].sort());
   await g.waitDispatched('rerun:a');
   await g.resolve('a', 1, 'completed');
