@@ -4,6 +4,7 @@ import { registerMigrateCommand } from './commands/migrate.js';
 import { registerSchedulerWorkerCommand } from './commands/schedulerWorker.js';
 import { registerBridgeCommand } from './commands/bridge.js';
 import { registerDevCommand } from './commands/dev.js';
+import { registerRelayCommand } from './commands/relay.js';
 
 /** `tgs <command>`: every command registers itself from src/cli/commands/<command>.ts. */
 export async function main(argv: string[]): Promise<void> {
@@ -15,6 +16,7 @@ export async function main(argv: string[]): Promise<void> {
   registerSchedulerWorkerCommand(program);
   registerBridgeCommand(program);
   registerDevCommand(program);
+  registerRelayCommand(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {

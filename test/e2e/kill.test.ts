@@ -49,7 +49,7 @@ test('the bridge and the scheduler worker killed (SIGKILL) mid-graph and restart
     concurrency: 8,
     decide: async () => {
       await new Promise((r) => setTimeout(r, 15));
-      return 'completed';
+      return 'completed' as const;
     },
   });
   try {

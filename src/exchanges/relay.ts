@@ -1,0 +1,179 @@
+import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
+import pg from 'pg';
+import type { Config } from '../config.js';
+import { createPool } from '../db/pool.js';
+import { declareExchanges } from './declare.js';
+import { OUTBOX_CHANNEL } from './outbox.js';
+
+// Only one relay publishes at a time, so messages leave in outbox id order (per task order included).
+const RELAY_LOCK = 7_471_020_232;
+const BATCH = 500;
+
+export interface RelayStats {
+  published: number;
+  batches: number;
+  reconnects: number;
+  active: boolean;
+}
+
+interface OutboxRow {
+  id: number;
+  message_id: string;
+  exchange: string;
+  routing_key: string;
+  cc: string[];
+  payload: unknown;
+}
+
+/**
+ * The outbox relay: publishes outbox rows in id order on a confirm channel and deletes them only after
+ * RabbitMQ confirmed them. RabbitMQ down → rows wait; a relay that dies mid-batch leaves its rows, which
+ * the next relay publishes again (duplicates are possible, losses are not; consumers dedupe on messageId).
+ */
+export async function startRelay(options: { config: Config; pool?: pg.Pool; log?: (line: string) => void }) {
+  const { config } = options;
+  const log = options.log ?? ((line: string) => console.log(`relay: ${line}`));
+  const pool = options.pool ?? createPool(config.databaseUrl, 2);
+  const ownPool = !options.pool;
+  const stats: RelayStats = { published: 0, batches: 0, reconnects: 0, active: false };
+  let stopped = false;
+  let wake: (() => void) | undefined;
+  // A NOTIFY that arrives while a batch is being published must not be lost: it skips the next sleep.
+  let notified = false;
+  let lockClient: pg.Client | undefined;
+  let amqpConnection: ChannelModel | undefined;
+  let channel: ConfirmChannel | undefined;
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (notified) {
+        notified = false;
+        resolve();
+        return;
+      }
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        notified = false;
+        wake = undefined;
+        resolve();
+      }
+      wake = done;
+    });
+
+  const acquireLock = async () => {
+    while (!stopped) {
+      try {
+        const client = new pg.Client({ connectionString: config.databaseUrl });
+        client.on('error', () => undefined);
+        await client.connect();
+        for (;;) {
+          if (stopped) {
+            await client.end();
+            return;
+          }
+          const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [RELAY_LOCK]);
+          if (rows[0].ok) break;
+          await sleep(1000);
+        }
+        client.on('notification', () => {
+          notified = true;
+          wake?.();
+        });
+        await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
+        lockClient = client;
+        stats.active = true;
+        log('active (holds the relay lock)');
+        return;
+      } catch (err) {
+        log(`cannot take the relay lock: ${(err as Error).message}; retrying`);
+        await sleep(1000);
+      }
+    }
+  };
+
+  const connectAmqp = async () => {
+    let attempt = 0;
+    while (!stopped) {
+      try {
+        const connection = await amqp.connect(config.amqpUrl);
+        connection.on('error', () => undefined);
+        connection.on('close', () => {
+          if (amqpConnection === connection) {
+            amqpConnection = undefined;
+            channel = undefined;
+            wake?.();
+          }
+        });
+        const ch = await connection.createConfirmChannel();
+        ch.on('error', () => undefined);
+        await declareExchanges(ch, config.exchangePrefix);
+        amqpConnection = connection;
+        channel = ch;
+        if (attempt > 0) log(`reconnected to RabbitMQ after ${attempt} attempt(s)`);
+        return;
+      } catch (err) {
+        attempt++;
+        stats.reconnects++;
+        const { rows } = await pool.query<{ n: number }>('SELECT count(*) AS n FROM outbox').catch(() => ({ rows: [{ n: -1 }] }));
+        const delay = Math.min(100 * 2 ** attempt, 5000);
+        log(`RabbitMQ unreachable (${(err as Error).message}); ${rows[0].n} message(s) waiting; retry ${attempt} in ${delay} ms`);
+        await sleep(delay);
+      }
+    }
+  };
+
+  const publishBatch = async (ch: ConfirmChannel): Promise<number> => {
+    const { rows } = await pool.query<OutboxRow>(
+      `SELECT id, message_id, exchange, routing_key, cc, payload FROM outbox ORDER BY id LIMIT ${BATCH}`,
+    );
+    if (rows.length === 0) return 0;
+    for (const row of rows) {
+      ch.publish(row.exchange, row.routing_key, Buffer.from(JSON.stringify(row.payload)), {
+        messageId: row.message_id,
+        persistent: true,
+        contentType: 'application/json',
+        ...(row.cc.length > 0 ? { CC: row.cc } : {}),
+      });
+    }
+    await ch.waitForConfirms();
+    await pool.query('DELETE FROM outbox WHERE id = ANY($1)', [rows.map((r) => r.id)]);
+    stats.published += rows.length;
+    stats.batches++;
+    return rows.length;
+  };
+
+  const loop = async () => {
+    await acquireLock();
+    while (!stopped) {
+      if (!channel) await connectAmqp();
+      const ch = channel;
+      if (!ch || stopped) continue;
+      try {
+        const n = await publishBatch(ch);
+        if (n < BATCH) await sleep(1000);
+      } catch (err) {
+        if (stopped) break;
+        log(`publishing failed (${(err as Error).message}); the batch stays in the outbox and is sent again`);
+        const old = amqpConnection;
+        amqpConnection = undefined;
+        channel = undefined;
+        await old?.close().catch(() => undefined);
+        await sleep(200);
+      }
+    }
+  };
+  const running = loop();
+
+  return {
+    stats,
+    async stop() {
+      stopped = true;
+      wake?.();
+      await running;
+      await amqpConnection?.close().catch(() => undefined);
+      await lockClient?.end().catch(() => undefined);
+      if (ownPool) await pool.end();
+    },
+  };
+}

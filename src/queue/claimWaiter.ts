@@ -1,0 +1,76 @@
+import pg from 'pg';
+import { PENDING_CHANNEL } from './notify.js';
+
+/**
+ * One LISTEN connection per API process: claimWork callers wait here and are woken the moment a task of
+ * their queue becomes pending. A timer backstop (default 1 s) covers a notification lost while the
+ * connection was being re-established.
+ */
+export class ClaimWaiter {
+  private client: pg.Client | undefined;
+  private readonly waiters = new Map<string, Set<() => void>>();
+  private stopped = false;
+
+  constructor(private readonly databaseUrl: string, private readonly backstopMs = 1000) {}
+
+  async start(): Promise<void> {
+    try {
+      const client = new pg.Client({ connectionString: this.databaseUrl });
+      client.on('notification', (msg) => this.wake(msg.payload ?? ''));
+      client.on('error', () => this.reconnect());
+      client.on('end', () => this.reconnect());
+      await client.connect();
+      await client.query(`LISTEN ${PENDING_CHANNEL}`);
+      this.client = client;
+      // Anything that happened while we were not listening: let every waiter look again.
+      for (const queue of this.waiters.keys()) this.wake(queue);
+    } catch {
+      this.reconnect();
+    }
+  }
+
+  private reconnect(): void {
+    if (this.stopped) return;
+    const old = this.client;
+    this.client = undefined;
+    old?.removeAllListeners();
+    old?.end().catch(() => undefined);
+    setTimeout(() => void this.start(), 500);
+  }
+
+  private wake(taskQueueId: string): void {
+    const set = this.waiters.get(taskQueueId);
+    if (!set) return;
+    this.waiters.delete(taskQueueId);
+    for (const w of set) w();
+  }
+
+  /** Resolves on a notification for the queue, after the backstop interval, or at the deadline. */
+  wait(taskQueueId: string, untilMs: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      let set = this.waiters.get(taskQueueId);
+      if (!set) {
+        set = new Set();
+        this.waiters.set(taskQueueId, set);
+      }
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.get(taskQueueId)?.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, Math.min(this.backstopMs, untilMs - Date.now())));
+      signal?.addEventListener('abort', done);
+      set.add(done);
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const queue of [...this.waiters.keys()]) this.wake(queue);
+    const client = this.client;
+    this.client = undefined;
+    client?.removeAllListeners();
+    await client?.end().catch(() => undefined);
+  }
+}

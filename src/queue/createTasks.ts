@@ -1,0 +1,140 @@
+import type pg from 'pg';
+import type { Config } from '../config.js';
+import { TgsError } from '../errors.js';
+import { enqueueMessages } from '../exchanges/outbox.js';
+import { PRIORITIES } from './createTaskScopes.js';
+import type { TaskDefinition } from './definition.js';
+import { taskMessage } from './messages.js';
+import { notifyPending } from './notify.js';
+import { loadTasks, taskStatus, TASK_COLUMNS, type TaskRow, type TaskStatus } from './taskRow.js';
+
+/** highest = 7 … lowest = 1; `normal` is lowest (seed 001). */
+export function priorityRank(priority: string): number {
+  const i = PRIORITIES.indexOf((priority === 'normal' ? 'lowest' : priority) as (typeof PRIORITIES)[number]);
+  return PRIORITIES.length - i;
+}
+
+// Rows per INSERT: 2,000 task definitions of ~1 KB stay well under Postgres' parameter and memory limits,
+// and make 100,000 tasks ~50 statements instead of 100,000.
+const CHUNK = 2000;
+
+/**
+ * Creates tasks in the caller's transaction. Idempotent per task: the same definition again returns the
+ * stored status, a different one is a 409. A task without dependencies becomes pending at once (Taskcluster)
+ * unless `scheduleIndependent` is false (the graph scheduler schedules its own roots); a task with
+ * dependencies stays unscheduled until its group's workflow schedules it.
+ */
+export async function createTasks(
+  client: pg.PoolClient,
+  config: Config,
+  tasks: { taskId: string; definition: TaskDefinition }[],
+  options: { scheduleIndependent?: boolean } = {},
+): Promise<TaskStatus[]> {
+  const scheduleIndependent = options.scheduleIndependent ?? true;
+  const ids = tasks.map((t) => t.taskId);
+  const now = new Date();
+
+  // Existing tasks: identical → fine, different → conflict.
+  const existing = new Set<string>();
+  for (let i = 0; i < tasks.length; i += CHUNK) {
+    const chunk = tasks.slice(i, i + CHUNK);
+    const { rows } = await client.query<{ task_id: string; same: boolean }>(
+      `SELECT t.task_id, t.definition = v.definition AS same
+       FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, definition jsonb) JOIN tasks t USING (task_id)`,
+      [JSON.stringify(chunk.map((t) => ({ task_id: t.taskId, definition: t.definition })))],
+    );
+    const different = rows.filter((r) => !r.same).map((r) => r.task_id);
+    if (different.length > 0) {
+      throw new TgsError('RequestConflict', `task ${different.slice(0, 10).join(', ')} already exists with a different definition`);
+    }
+    rows.forEach((r) => existing.add(r.task_id));
+  }
+  const fresh = tasks.filter((t) => !existing.has(t.taskId));
+  if (fresh.length > 0) {
+    // Groups: one schedulerId per group, sealed groups take no new tasks, expires grows to the latest task.
+    const groups = new Map<string, { schedulerId: string; expires: string }>();
+    for (const t of fresh) {
+      const g = groups.get(t.definition.taskGroupId);
+      if (g && g.schedulerId !== t.definition.schedulerId) {
+        throw new TgsError('RequestConflict', `tasks of group ${t.definition.taskGroupId} must share one schedulerId`);
+      }
+      if (!g || g.expires < t.definition.expires) groups.set(t.definition.taskGroupId, { schedulerId: t.definition.schedulerId, expires: t.definition.expires });
+    }
+    const { rows: groupRows } = await client.query<{ task_group_id: string; scheduler_id: string; sealed: Date | null }>(
+      `INSERT INTO task_groups (task_group_id, scheduler_id, expires)
+       SELECT g.id, g.scheduler_id, g.expires FROM jsonb_to_recordset($1::jsonb) AS g(id text, scheduler_id text, expires timestamptz)
+       ON CONFLICT (task_group_id) DO UPDATE SET expires = greatest(task_groups.expires, excluded.expires), resolved_at = NULL
+       RETURNING task_group_id, scheduler_id, sealed`,
+      [JSON.stringify([...groups].map(([id, g]) => ({ id, scheduler_id: g.schedulerId, expires: g.expires })))],
+    );
+    for (const g of groupRows) {
+      if (g.scheduler_id !== groups.get(g.task_group_id)?.schedulerId) {
+        throw new TgsError('RequestConflict', `task group ${g.task_group_id} belongs to schedulerId ${g.scheduler_id}; all its tasks must use it`);
+      }
+      if (g.sealed) throw new TgsError('RequestConflict', `task group ${g.task_group_id} is sealed: it accepts no new tasks`);
+    }
+    // Dependencies must exist already or be created in this same call.
+    const creating = new Set(ids);
+    const deps = [...new Set(fresh.flatMap((t) => t.definition.dependencies))].filter((d) => !creating.has(d));
+    if (deps.length > 0) {
+      const { rows } = await client.query<{ task_id: string }>('SELECT task_id FROM tasks WHERE task_id = ANY($1)', [deps]);
+      const found = new Set(rows.map((r) => r.task_id));
+      const missing = deps.filter((d) => !found.has(d));
+      if (missing.length > 0) throw new TgsError('InputError', `dependencies do not exist: ${missing.slice(0, 20).join(', ')}`);
+    }
+    for (let i = 0; i < fresh.length; i += CHUNK) {
+      const chunk = fresh.slice(i, i + CHUNK).map((t) => {
+        const pending = scheduleIndependent && t.definition.dependencies.length === 0;
+        return {
+          task_id: t.taskId,
+          task_group_id: t.definition.taskGroupId,
+          scheduler_id: t.definition.schedulerId,
+          provisioner_id: t.definition.provisionerId,
+          worker_type: t.definition.workerType,
+          priority: t.definition.priority,
+          priority_rank: priorityRank(t.definition.priority),
+          requires: t.definition.requires,
+          retries: t.definition.retries,
+          created: t.definition.created,
+          deadline: t.definition.deadline,
+          expires: t.definition.expires,
+          definition: t.definition,
+          state: pending ? 'pending' : 'unscheduled',
+          runs: pending ? [{ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: now.toISOString() }] : [],
+          pending_since: pending ? now.toISOString() : null,
+        };
+      });
+      await client.query(
+        `INSERT INTO tasks (task_id, task_group_id, scheduler_id, provisioner_id, worker_type, priority, priority_rank,
+                            requires, retries, retries_left, created, deadline, expires, definition, state, runs, pending_since)
+         SELECT v.task_id, v.task_group_id, v.scheduler_id, v.provisioner_id, v.worker_type, v.priority, v.priority_rank,
+                v.requires, v.retries, v.retries, v.created, v.deadline, v.expires, v.definition, v.state, v.runs, v.pending_since
+         FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, task_group_id text, scheduler_id text, provisioner_id text,
+              worker_type text, priority text, priority_rank smallint, requires text, retries int, created timestamptz,
+              deadline timestamptz, expires timestamptz, definition jsonb, state text, runs jsonb, pending_since timestamptz)`,
+        [JSON.stringify(chunk)],
+      );
+      const edges = fresh.slice(i, i + CHUNK).flatMap((t) => t.definition.dependencies.map((d) => [d, t.taskId]));
+      if (edges.length > 0) {
+        await client.query(
+          `INSERT INTO task_dependencies (required_task_id, dependent_task_id)
+           SELECT e->>0, e->>1 FROM jsonb_array_elements($1::jsonb) AS e ON CONFLICT DO NOTHING`,
+          [JSON.stringify(edges)],
+        );
+      }
+    }
+    const freshIds = fresh.map((t) => t.taskId);
+    const rows: TaskRow[] = [];
+    for (let i = 0; i < freshIds.length; i += CHUNK) rows.push(...(await loadTasks(client, freshIds.slice(i, i + CHUNK))));
+    const messages = rows.map((r) => taskMessage(config, 'task-defined', r));
+    for (const r of rows) if (r.state === 'pending') messages.push(taskMessage(config, 'task-pending', r, 0));
+    for (let i = 0; i < messages.length; i += CHUNK) await enqueueMessages(client, messages.slice(i, i + CHUNK));
+    await notifyPending(client, rows.filter((r) => r.state === 'pending').map((r) => `${r.provisioner_id}/${r.worker_type}`));
+  }
+  const byId = new Map<string, TaskRow>();
+  for (let i = 0; i < ids.length; i += CHUNK) {
+    const { rows } = await client.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = ANY($1)`, [ids.slice(i, i + CHUNK)]);
+    rows.forEach((r) => byId.set(r.task_id, r));
+  }
+  return ids.map((id) => taskStatus(byId.get(id) as TaskRow));
+}

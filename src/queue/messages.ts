@@ -1,0 +1,68 @@
+import type { Config } from '../config.js';
+import { queueExchangeName, taskRoutingKey, type QueueExchange } from '../exchanges/exchanges.js';
+import type { OutboxMessage } from '../exchanges/outbox.js';
+import { validateInput } from '../api/validate.js';
+import { taskStatus, type TaskRow } from './taskRow.js';
+
+const messageSchema = {
+  $id: 'tgs:queue-task-message',
+  type: 'object',
+  additionalProperties: false,
+  required: ['version', 'status', 'task'],
+  properties: {
+    version: { const: 1 },
+    status: {
+      type: 'object',
+      required: ['taskId', 'provisionerId', 'workerType', 'schedulerId', 'taskGroupId', 'deadline', 'expires', 'retriesLeft', 'state', 'runs'],
+      properties: { state: { enum: ['unscheduled', 'pending', 'running', 'completed', 'failed', 'exception'] }, runs: { type: 'array' } },
+    },
+    runId: { type: 'integer', minimum: 0, maximum: 49 },
+    workerGroup: { type: 'string' },
+    workerId: { type: 'string' },
+    takenUntil: { type: 'string' },
+    task: { type: 'object', required: ['tags'], properties: { tags: { type: 'object' } } },
+  },
+};
+
+/**
+ * A queue exchange message about a task, in Taskcluster's shape. `runId` is the run it concerns (none for
+ * task-defined). The message id is derived from task, run, exchange and run count, so a transaction that
+ * is retried writes the same id again.
+ */
+export function taskMessage(config: Config, exchange: QueueExchange, row: TaskRow, runId?: number): OutboxMessage {
+  const run = runId === undefined ? undefined : row.runs[runId];
+  const claimed = run && run.workerGroup !== undefined && exchange !== 'task-pending';
+  const payload = {
+    version: 1,
+    status: taskStatus(row),
+    ...(runId !== undefined ? { runId } : {}),
+    ...(claimed ? { workerGroup: run.workerGroup, workerId: run.workerId } : {}),
+    ...(exchange === 'task-running' && run?.takenUntil ? { takenUntil: run.takenUntil } : {}),
+    task: { tags: row.tags ?? {} },
+  };
+  validateInput(messageSchema, payload, 'message');
+  return {
+    exchange: queueExchangeName(config.exchangePrefix, exchange),
+    routingKey: taskRoutingKey({
+      taskId: row.task_id,
+      runId,
+      workerGroup: claimed ? run.workerGroup : undefined,
+      workerId: claimed ? run.workerId : undefined,
+      provisionerId: row.provisioner_id,
+      workerType: row.worker_type,
+      schedulerId: row.scheduler_id,
+      taskGroupId: row.task_group_id,
+      routing: row.routing ?? undefined,
+    }),
+    cc: row.routes.map((r) => `route.${r}`),
+    payload,
+    messageId: `${row.task_id}/${runId ?? '_'}/${exchange}/${row.runs.length}`,
+  };
+}
+
+/** The message announcing a run's resolution. */
+export function resolutionMessage(config: Config, row: TaskRow, runId: number): OutboxMessage {
+  const state = row.runs[runId].state;
+  const exchange: QueueExchange = state === 'completed' ? 'task-completed' : state === 'failed' ? 'task-failed' : 'task-exception';
+  return taskMessage(config, exchange, row, runId);
+}

@@ -1,0 +1,102 @@
+import type pg from 'pg';
+import type { Config } from '../config.js';
+import { withTransaction } from '../db/pool.js';
+import { applyChange } from './applyChange.js';
+import { resolutionMessage, taskMessage } from './messages.js';
+import { addPendingRun, isResolvedState, resolveLatestRun } from './taskRow.js';
+import type { OutboxMessage } from '../exchanges/outbox.js';
+
+const BATCH = 500;
+
+/** Locks up to BATCH ids matching `where` (SKIP LOCKED: several API processes sweep side by side) and changes them. */
+async function sweep(pool: pg.Pool, config: Config, where: string, change: Parameters<typeof applyChange>[3]): Promise<number> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ task_id: string }>(
+      `SELECT task_id FROM tasks WHERE ${where} LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`,
+    );
+    if (rows.length === 0) return 0;
+    const { changed } = await applyChange(client, config, rows.map((r) => r.task_id), change);
+    return changed.length;
+  });
+}
+
+/** Claim expiry: a running run whose takenUntil passed → exception claim-expired, retried while retries last. */
+export function expireClaims(pool: pg.Pool, config: Config): Promise<number> {
+  return sweep(pool, config, `state = 'running' AND taken_until < now()`, (row) => {
+    if (row.state !== 'running') return undefined;
+    const now = new Date();
+    const run = resolveLatestRun(row, 'exception', 'claim-expired', now);
+    const messages: OutboxMessage[] = [resolutionMessage(config, row, run.runId)];
+    if (row.retries_left > 0 && row.deadline > now) {
+      row.retries_left--;
+      const retry = addPendingRun(row, 'retry', now);
+      messages.push(taskMessage(config, 'task-pending', row, retry.runId));
+    }
+    return messages;
+  });
+}
+
+/** Deadline: every unresolved task past its deadline → exception deadline-exceeded. */
+export function resolveDeadlines(pool: pg.Pool, config: Config): Promise<number> {
+  return sweep(pool, config, `state IN ('unscheduled', 'pending', 'running') AND deadline <= now()`, (row) => {
+    if (isResolvedState(row.state)) return undefined;
+    const run = resolveLatestRun(row, 'exception', 'deadline-exceeded', new Date());
+    return [resolutionMessage(config, row, run.runId)];
+  });
+}
+
+/** Expiry: tasks past `expires` go, with their dependency rows, artifacts and empty groups. */
+export async function deleteExpired(pool: pg.Pool): Promise<number> {
+  return withTransaction(pool, async (client) => {
+    const { rows } = await client.query<{ task_id: string }>(
+      `DELETE FROM tasks WHERE task_id IN (SELECT task_id FROM tasks WHERE expires < now() LIMIT ${BATCH} FOR UPDATE SKIP LOCKED) RETURNING task_id`,
+    );
+    const ids = rows.map((r) => r.task_id);
+    if (ids.length > 0) {
+      await client.query('DELETE FROM task_dependencies WHERE dependent_task_id = ANY($1) OR required_task_id = ANY($1)', [ids]);
+      await client.query('DELETE FROM artifacts WHERE task_id = ANY($1)', [ids]);
+    }
+    await client.query(
+      `DELETE FROM artifacts WHERE (task_id, run_id, name) IN (SELECT task_id, run_id, name FROM artifacts WHERE expires < now() LIMIT ${BATCH})`,
+    );
+    await client.query(
+      `DELETE FROM task_groups g WHERE g.expires < now() AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_group_id = g.task_group_id)`,
+    );
+    return ids.length;
+  });
+}
+
+/** Runs every sweep every interval until stopped; a failing sweep is logged and tried again next time. */
+export function startSweeps(pool: pg.Pool, config: Config, log: (line: string) => void = (l) => console.error(l)) {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  const tick = async () => {
+    for (const [name, fn] of [
+      ['claim expiry', () => expireClaims(pool, config)],
+      ['deadlines', () => resolveDeadlines(pool, config)],
+      ['expiry', () => deleteExpired(pool)],
+    ] as const) {
+      try {
+        // drain: a full batch means there may be more
+        while (!stopped && (await fn()) >= BATCH);
+      } catch (err) {
+        if (!stopped) log(`sweep ${name} failed: ${(err as Error).message}`);
+      }
+    }
+  };
+  const schedule = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      running = tick().finally(schedule);
+    }, config.sweepIntervalMs);
+  };
+  schedule();
+  return {
+    async stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      await running;
+    },
+  };
+}

@@ -1,0 +1,143 @@
+import type { Queryable } from '../db/pool.js';
+
+export type TaskState = 'unscheduled' | 'pending' | 'running' | 'completed' | 'failed' | 'exception';
+export type RunState = Exclude<TaskState, 'unscheduled'>;
+
+/** One element of Taskcluster's `runs` array (index = runId). */
+export interface Run {
+  runId: number;
+  state: RunState;
+  reasonCreated: 'scheduled' | 'retry' | 'task-retry' | 'rerun' | 'exception';
+  reasonResolved?: string;
+  workerGroup?: string;
+  workerId?: string;
+  takenUntil?: string;
+  scheduled: string;
+  started?: string;
+  resolved?: string;
+}
+
+export interface TaskRow {
+  task_id: string;
+  task_group_id: string;
+  scheduler_id: string;
+  provisioner_id: string;
+  worker_type: string;
+  priority: string;
+  retries: number;
+  retries_left: number;
+  deadline: Date;
+  expires: Date;
+  state: TaskState;
+  runs: Run[];
+  taken_until: Date | null;
+  routing: string | null;
+  routes: string[];
+  tags: Record<string, string>;
+  project_id: string;
+}
+
+/** Columns for TaskRow (without the definition body; `routing`, `routes` and `tags` come out of it). */
+export const TASK_COLUMNS = `task_id, task_group_id, scheduler_id, provisioner_id, worker_type, priority, retries, retries_left,
+  deadline, expires, state, runs, taken_until, definition->>'routing' AS routing,
+  ARRAY(SELECT jsonb_array_elements_text(definition->'routes')) AS routes, definition->'tags' AS tags,
+  coalesce(definition->>'projectId', 'none') AS project_id`;
+
+export interface TaskStatus {
+  taskId: string;
+  provisionerId: string;
+  workerType: string;
+  taskQueueId: string;
+  schedulerId: string;
+  projectId: string;
+  taskGroupId: string;
+  priority: string;
+  deadline: string;
+  expires: string;
+  retriesLeft: number;
+  state: TaskState;
+  runs: Run[];
+}
+
+export function taskStatus(row: TaskRow): TaskStatus {
+  return {
+    taskId: row.task_id,
+    provisionerId: row.provisioner_id,
+    workerType: row.worker_type,
+    taskQueueId: `${row.provisioner_id}/${row.worker_type}`,
+    schedulerId: row.scheduler_id,
+    projectId: row.project_id,
+    taskGroupId: row.task_group_id,
+    priority: row.priority,
+    deadline: row.deadline.toISOString(),
+    expires: row.expires.toISOString(),
+    retriesLeft: row.retries_left,
+    state: row.state,
+    runs: row.runs,
+  };
+}
+
+export const isResolvedState = (s: TaskState) => s === 'completed' || s === 'failed' || s === 'exception';
+
+/** Loads rows (locked FOR UPDATE when asked), keyed by taskId. */
+export async function loadTasks(db: Queryable, taskIds: string[], lock: 'update' | 'none' = 'none'): Promise<TaskRow[]> {
+  if (taskIds.length === 0) return [];
+  const { rows } = await db.query<TaskRow>(
+    `SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = ANY($1) ORDER BY task_id${lock === 'update' ? ' FOR UPDATE' : ''}`,
+    [taskIds],
+  );
+  return rows;
+}
+
+/**
+ * Writes back the mutable part of rows changed in JavaScript (state, runs, retries, claim time, FIFO time)
+ * in one statement. Operations lock the rows first, change them with the run helpers, then call this.
+ */
+export async function saveTasks(db: Queryable, rows: TaskRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  for (let i = 0; i < rows.length; i += 2000) {
+    const chunk = rows.slice(i, i + 2000).map((r) => {
+      const latest = r.runs[r.runs.length - 1];
+      return {
+        task_id: r.task_id,
+        state: r.state,
+        runs: r.runs,
+        retries_left: r.retries_left,
+        taken_until: r.state === 'running' && latest?.takenUntil ? latest.takenUntil : null,
+        pending_since: r.state === 'pending' ? latest?.scheduled ?? null : null,
+      };
+    });
+    await db.query(
+      `UPDATE tasks t SET state = v.state, runs = v.runs, retries_left = v.retries_left,
+              taken_until = v.taken_until, pending_since = v.pending_since
+       FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, state text, runs jsonb, retries_left int, taken_until timestamptz, pending_since timestamptz)
+       WHERE t.task_id = v.task_id`,
+      [JSON.stringify(chunk)],
+    );
+  }
+}
+
+/** Appends a pending run. */
+export function addPendingRun(row: TaskRow, reasonCreated: Run['reasonCreated'], now: Date): Run {
+  const run: Run = { runId: row.runs.length, state: 'pending', reasonCreated, scheduled: now.toISOString() };
+  row.runs = [...row.runs, run];
+  row.state = 'pending';
+  row.taken_until = null;
+  return run;
+}
+
+/** Resolves the latest run (adds an exception run to a task that has none, as Taskcluster does). */
+export function resolveLatestRun(row: TaskRow, state: 'completed' | 'failed' | 'exception', reasonResolved: string, now: Date): Run {
+  let run = row.runs[row.runs.length - 1];
+  if (!run || isResolvedState(run.state)) {
+    run = { runId: row.runs.length, state: 'pending', reasonCreated: 'exception', scheduled: now.toISOString() };
+    row.runs = [...row.runs, run];
+  }
+  const resolved: Run = { ...run, state, reasonResolved, resolved: now.toISOString() };
+  delete resolved.takenUntil;
+  if (run.takenUntil) resolved.takenUntil = run.takenUntil;
+  row.runs = [...row.runs.slice(0, -1), resolved];
+  row.state = state;
+  row.taken_until = null;
+  return resolved;
+}
