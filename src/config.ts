@@ -16,6 +16,8 @@ export interface Config {
   exchangePrefix: string;
   /** How long a claim lasts before it must be reclaimed (Taskcluster: 20 min). */
   claimTimeoutSeconds: number;
+  /** How long claimWork long-polls before answering with no tasks (Taskcluster: 20 s). */
+  claimWorkWaitMs: number;
   /** How often the background sweeps (claim expiry, deadlines, expiry) run. */
   sweepIntervalMs: number;
 }
@@ -47,6 +49,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     schedulerId: env.TGS_SCHEDULER_ID || 'task-graph-scheduler',
     exchangePrefix: env.TGS_EXCHANGE_PREFIX ?? '',
     claimTimeoutSeconds: intFromEnv(env, 'TGS_CLAIM_TIMEOUT', 20 * 60),
+    claimWorkWaitMs: intFromEnv(env, 'TGS_CLAIM_WORK_WAIT_MS', 20_000),
     sweepIntervalMs: intFromEnv(env, 'TGS_SWEEP_INTERVAL_MS', 5000),
     ...overrides,
   };

@@ -9,6 +9,8 @@ import { authEndpoints } from '../auth/api/index.js';
 import { schedulerEndpoints } from '../scheduler/api/index.js';
 import type { ApiDeps } from './deps.js';
 import { LazyTemporalClient } from '../temporal/connection.js';
+import { ClaimWaiter } from '../queue/claimWaiter.js';
+import { startSweeps } from '../queue/sweeps.js';
 import { createApiServer, type ApiServerOptions } from './server.js';
 
 export interface ApiApp {
@@ -25,7 +27,10 @@ export async function buildApi(config: Config, options: ApiServerOptions = {}): 
   await migrate(pool);
   const issuer = await ensureIssuerClient(pool);
   const temporal = new LazyTemporalClient(config);
-  const deps: ApiDeps = { config, pool, clients: createClientStore(pool, config.rootAccessToken), issuer, temporal };
+  const claimWaiter = new ClaimWaiter(config.databaseUrl);
+  await claimWaiter.start();
+  const deps: ApiDeps = { config, pool, clients: createClientStore(pool, config.rootAccessToken), issuer, temporal, claimWaiter };
+  const sweeps = startSweeps(pool, config);
   const app = createApiServer(deps, [...queueEndpoints, ...artifactEndpoints, ...authEndpoints, ...schedulerEndpoints], options);
   return {
     app,
@@ -34,6 +39,8 @@ export async function buildApi(config: Config, options: ApiServerOptions = {}): 
       return app.listen({ port: config.port, host: config.host });
     },
     async close() {
+      await claimWaiter.stop();
+      await sweeps.stop();
       await app.close();
       await temporal.close();
       await pool.end();

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { Config } from '../config.js';
 import type { ClientRecord, ClientStore } from '../auth/authenticate.js';
 import type { LazyTemporalClient } from '../temporal/connection.js';
+import type { ClaimWaiter } from '../queue/claimWaiter.js';
 
 /**
  * What endpoint handlers may use. Built once per API process (src/api/server.ts) and passed
@@ -15,4 +16,6 @@ export interface ApiDeps {
   issuer: ClientRecord;
   /** The scheduler API starts, signals and updates graph workflows through it. */
   temporal: LazyTemporalClient;
+  /** Wakes long-polling claimWork callers on LISTEN/NOTIFY. */
+  claimWaiter: ClaimWaiter;
 }

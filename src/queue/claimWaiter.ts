@@ -9,7 +9,7 @@ import { PENDING_CHANNEL } from './notify.js';
 export class ClaimWaiter {
   private client: pg.Client | undefined;
   private readonly waiters = new Map<string, Set<() => void>>();
-  private stopped = false;
+  stopped = false;
 
   constructor(private readonly databaseUrl: string, private readonly backstopMs = 1000) {}
 
@@ -48,6 +48,7 @@ export class ClaimWaiter {
   /** Resolves on a notification for the queue, after the backstop interval, or at the deadline. */
   wait(taskQueueId: string, untilMs: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
+      if (this.stopped) return resolve();
       let set = this.waiters.get(taskQueueId);
       if (!set) {
         set = new Set();

@@ -64,7 +64,7 @@ export async function claimWork(pool: pg.Pool, config: Config, issuer: ClientRec
   const queue = `${req.provisionerId}/${req.workerType}`;
   for (;;) {
     const claimed = await claimPending(pool, config, issuer, req);
-    if (claimed.length > 0 || Date.now() >= until || signal?.aborted) return claimed;
+    if (claimed.length > 0 || Date.now() >= until || signal?.aborted || waiter.stopped) return claimed;
     await waiter.wait(queue, until, signal);
   }
 }

@@ -1,0 +1,46 @@
+import type { JsonSchema } from '../../api/endpoint.js';
+
+const run: JsonSchema = {
+  type: 'object',
+  required: ['runId', 'state', 'reasonCreated', 'scheduled'],
+  properties: {
+    runId: { type: 'integer' },
+    state: { enum: ['pending', 'running', 'completed', 'failed', 'exception'] },
+    reasonCreated: { enum: ['scheduled', 'retry', 'task-retry', 'rerun', 'exception'] },
+    reasonResolved: { type: 'string' },
+    workerGroup: { type: 'string' },
+    workerId: { type: 'string' },
+    takenUntil: { type: 'string', format: 'date-time' },
+    scheduled: { type: 'string', format: 'date-time' },
+    started: { type: 'string', format: 'date-time' },
+    resolved: { type: 'string', format: 'date-time' },
+  },
+};
+
+/** Taskcluster's task status structure. */
+export const taskStatusSchema: JsonSchema = {
+  type: 'object',
+  required: ['taskId', 'provisionerId', 'workerType', 'taskQueueId', 'schedulerId', 'taskGroupId', 'deadline', 'expires', 'retriesLeft', 'state', 'runs'],
+  properties: {
+    taskId: { type: 'string' },
+    state: { enum: ['unscheduled', 'pending', 'running', 'completed', 'failed', 'exception'] },
+    retriesLeft: { type: 'integer', minimum: 0 },
+    runs: { type: 'array', items: run },
+  },
+};
+
+export const statusResponse: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['status'],
+  properties: { status: taskStatusSchema },
+};
+
+export const LIMIT = /^[1-9][0-9]{0,3}$/;
+export const TOKEN = /^[A-Za-z0-9_-]{1,200}$/;
+export const RUN_ID = /^[0-9]{1,2}$/;
+export const IDENTIFIER = /^[a-zA-Z0-9_-]{1,38}$/;
+
+/** Continuation tokens are the last key of the previous page, base64url: opaque to clients. */
+export const encodeToken = (key: string) => Buffer.from(key).toString('base64url');
+export const decodeToken = (token: string | undefined) => (token ? Buffer.from(token, 'base64url').toString() : '');
