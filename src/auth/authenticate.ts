@@ -106,7 +106,7 @@ async function resolveCredentials(store: ClientStore, id: string, ext: ExtConten
   const now = Date.now();
   const usable = (client: ClientRecord | undefined, what: string): ClientRecord => {
     if (!client) throw authFailed(`${what} is not a known client`);
-    if (client.expires && client.expires.getTime() < now) throw authFailed(`${what} has expired`);
+    if (client.expires instanceof Date && client.expires.getTime() < now) throw authFailed(`${what} has expired`);
     return client;
   };
   if (!ext.certificate) {

@@ -44,7 +44,7 @@ export function createClientStore(db: Queryable, rootAccessToken: string): Clien
 export async function ensureIssuerClient(db: Queryable): Promise<ClientRecord> {
   await db.query(
     `INSERT INTO clients (client_id, access_token, scopes, description, expires)
-     VALUES ($1, $2, '{*}', 'signs the temporary credentials that claimWork hands to workers', 'infinity')
+     VALUES ($1, $2, '{*}', 'signs the temporary credentials that claimWork hands to workers', '9999-12-31')
      ON CONFLICT (client_id) DO NOTHING`,
     [ISSUER_CLIENT_ID, generateAccessToken()],
   );

@@ -37,12 +37,12 @@ export function startFastWorker(options: {
     while (!stopped) {
       let claimed: ClaimedTask[];
       try {
-        const res = await api.request<{ tasks: ClaimedTask[] }>('queue', 'POST', `/claim-work/${options.provisionerId}/${options.workerType}`, {
+        const res = await api.request<{ tasks: (Omit<ClaimedTask, 'taskId'> & { status: { taskId: string } })[] }>('queue', 'POST', `/claim-work/${options.provisionerId}/${options.workerType}`, {
           workerGroup: 'fast',
           workerId: `w${slot}`,
           tasks: 1,
         });
-        claimed = res.tasks;
+        claimed = res.tasks.map((t) => ({ ...t, taskId: t.status.taskId }));
       } catch (err) {
         if (stopped) return;
         await new Promise((r) => setTimeout(r, 200));
@@ -53,7 +53,13 @@ export function startFastWorker(options: {
       for (const task of claimed) {
         const outcome = await decide(task);
         const path = `/task/${task.taskId}/runs/${task.runId}/${outcome}`;
-        await api.request('queue', 'POST', path, outcome === 'exception' ? { reason: 'malformed-payload' } : undefined, task.credentials);
+        try {
+          await api.request('queue', 'POST', path, outcome === 'exception' ? { reason: 'malformed-payload' } : undefined, task.credentials);
+        } catch (err) {
+          if (stopped) return;
+          console.error(`fast worker: reporting ${path} failed: ${(err as Error).message}`);
+          continue;
+        }
         reported.push({ taskId: task.taskId, runId: task.runId, outcome });
         options.onReport?.(task, outcome);
       }
