@@ -73,7 +73,9 @@ export class GraphModel {
   readonly counts = new Int32Array(NODE_STATE_NAMES.length);
   memberCount = 0;
   private readyQueue: number[] = [];
+  private readyHead = 0;
   private rerunQueue: number[] = [];
+  private rerunHead = 0;
   canceled = false;
 
   /** Appends nodes from a page; states from the carried arrays, else from the queue states, else waiting. */
@@ -268,8 +270,8 @@ export class GraphModel {
   /** Takes up to max nodes to dispatch (reruns first) and marks them in flight. */
   takeDispatch(max: number): DispatchItem[] {
     const items: DispatchItem[] = [];
-    while (items.length < max && this.rerunQueue.length > 0) {
-      const i = this.rerunQueue.shift() as number;
+    while (items.length < max && this.rerunHead < this.rerunQueue.length) {
+      const i = this.rerunQueue[this.rerunHead++];
       if (this.state[i] !== NODE.rerunPending) continue;
       const manual = this.manualReruns.has(i);
       if (!manual) this.rerunsLeft[i]--;
@@ -282,8 +284,8 @@ export class GraphModel {
       });
       this.setState(i, NODE.rerunDispatching);
     }
-    while (items.length < max && this.readyQueue.length > 0) {
-      const i = this.readyQueue.shift() as number;
+    while (items.length < max && this.readyHead < this.readyQueue.length) {
+      const i = this.readyQueue[this.readyHead++];
       if (this.state[i] !== NODE.ready) continue;
       items.push(
         this.reset[i]
@@ -292,11 +294,20 @@ export class GraphModel {
       );
       this.setState(i, NODE.dispatching);
     }
+    // drop consumed prefixes now and then so the arrays do not grow without bound
+    if (this.readyHead > 4096 && this.readyHead * 2 > this.readyQueue.length) {
+      this.readyQueue = this.readyQueue.slice(this.readyHead);
+      this.readyHead = 0;
+    }
+    if (this.rerunHead > 4096 && this.rerunHead * 2 > this.rerunQueue.length) {
+      this.rerunQueue = this.rerunQueue.slice(this.rerunHead);
+      this.rerunHead = 0;
+    }
     return items;
   }
 
   hasDispatchable(): boolean {
-    return this.readyQueue.length > 0 || this.rerunQueue.length > 0;
+    return this.readyHead < this.readyQueue.length || this.rerunHead < this.rerunQueue.length;
   }
 
   /** After a dispatch activity succeeded: its nodes are live in the queue unless they resolved meanwhile. */

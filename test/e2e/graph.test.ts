@@ -127,13 +127,13 @@ test('a task that always fails blocks the graph; after the fix a manual rerun fi
   await waitState(taskGraphId, 'finished');
   assert.equal(runsByTask.get(ids.get('broken') as string), 3, 'two automatic runs and one manual rerun');
   await watch.close();
-  await assert.rejects(stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/extend`, graphOf({ late: {} })), (err: any) => err.status === 409);
+  await assert.rejects(stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/extend`, { tasks: graphOf({ late: {} }).tasks }), (err: any) => err.status === 409);
 });
 
 test('extend while running: a new task requiring an existing one runs before the graph finishes', async () => {
   const { taskGraphId } = await submit(graphOf({ slow: { payload: { broken: true } } }));
   await waitState(taskGraphId, 'blocked');
-  const ext = await stack.root.request<{ tasks: { label: string; taskId: string }[] }>('scheduler', 'POST', `/task-graph/${taskGraphId}/extend`, graphOf({ next: { requires: ['slow'] } }));
+  const ext = await stack.root.request<{ tasks: { label: string; taskId: string }[] }>('scheduler', 'POST', `/task-graph/${taskGraphId}/extend`, { tasks: graphOf({ next: { requires: ['slow'] } }).tasks });
   assert.equal(ext.tasks.length, 1);
   const slowId = (await stack.root.request('scheduler', 'GET', `/task-graph/${taskGraphId}/inspect/slow`)).taskId as string;
   brokenFixed.add(slowId);
