@@ -20,7 +20,7 @@ const quick = args.includes('--quick');
 const onlyArg = args.find((a) => a.startsWith('--only='))?.slice(7);
 const only = new Set((onlyArg ?? 'hop,throughput,scale,queue').split(','));
 const sizes = quick
-  ? { chain: 20, floorHops: 20, throughput: 500, layers: 10, width: 100, fanIn: 3, queueTasks: 300 }
+  ? { chain: 20, floorHops: 20, throughput: 2000, layers: 10, width: 100, fanIn: 3, queueTasks: 300 }
   : { chain: 200, floorHops: 200, throughput: 10_000, layers: 100, width: 1000, fanIn: 3, queueTasks: 5000 };
 const log = (line: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
 
@@ -131,7 +131,7 @@ async function queueFloor(stack: Stack) {
 
 async function graphRun(stack: Stack, graph: ReturnType<typeof graphOf>, concurrency: number, workerType: string) {
   for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = workerType;
-  const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency });
+  const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency, batch: 4 });
   const id = slugid.nice();
   const t0 = performance.now();
   await stack.root.request('scheduler', 'PUT', `/task-graph/${id}`, graph);

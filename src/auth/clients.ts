@@ -26,16 +26,21 @@ const toRecord = (row: ClientRow): ClientRecord => ({
 
 /** Clients in Postgres, plus the root client from TGS_ROOT_ACCESS_TOKEN (never stored). */
 export function createClientStore(db: Queryable, rootAccessToken: string): ClientStore {
+  // The issuer signs every worker's per-run credentials and never changes: one lookup, not one per request.
+  let issuer: ClientRecord | undefined;
   return {
     async get(clientId) {
       if (clientId === ROOT_CLIENT_ID) {
         return rootAccessToken ? { clientId, accessToken: rootAccessToken, scopes: ['*'] } : undefined;
       }
+      if (clientId === ISSUER_CLIENT_ID && issuer) return issuer;
       const { rows } = await db.query<ClientRow>(
         'SELECT client_id, access_token, scopes, expires FROM clients WHERE client_id = $1',
         [clientId],
       );
-      return rows[0] ? toRecord(rows[0]) : undefined;
+      const record = rows[0] ? toRecord(rows[0]) : undefined;
+      if (clientId === ISSUER_CLIENT_ID) issuer = record;
+      return record;
     },
   };
 }

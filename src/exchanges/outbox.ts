@@ -22,10 +22,14 @@ export interface OutboxMessage {
  */
 export async function enqueueMessages(db: Queryable, messages: OutboxMessage[]): Promise<void> {
   if (messages.length === 0) return;
+  // One round trip for the insert and the wake-up: round trips, not SQL, dominate the queue's cost here.
   await db.query(
-    `INSERT INTO outbox (message_id, exchange, routing_key, cc, payload)
-     SELECT m.message_id, m.exchange, m.routing_key, m.cc, m.payload
-     FROM jsonb_to_recordset($1::jsonb) AS m(message_id text, exchange text, routing_key text, cc text[], payload jsonb)`,
+    `WITH inserted AS (
+       INSERT INTO outbox (message_id, exchange, routing_key, cc, payload)
+       SELECT m.message_id, m.exchange, m.routing_key, m.cc, m.payload
+       FROM jsonb_to_recordset($1::jsonb) AS m(message_id text, exchange text, routing_key text, cc text[], payload jsonb)
+       RETURNING 1)
+     SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM (SELECT count(*) FROM inserted) AS c`,
     [
       JSON.stringify(
         messages.map((m) => ({
@@ -38,5 +42,4 @@ export async function enqueueMessages(db: Queryable, messages: OutboxMessage[]):
       ),
     ],
   );
-  await db.query(`SELECT pg_notify('${OUTBOX_CHANNEL}', '')`);
 }

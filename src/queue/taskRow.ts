@@ -111,8 +111,9 @@ export async function saveTasks(db: Queryable, rows: TaskRow[]): Promise<void> {
       `UPDATE tasks t SET state = v.state, runs = v.runs, retries_left = v.retries_left,
               taken_until = v.taken_until, pending_since = v.pending_since
        FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, state text, runs jsonb, retries_left int, taken_until timestamptz, pending_since timestamptz)
-       WHERE t.task_id = v.task_id`,
-      [JSON.stringify(chunk)],
+       WHERE t.task_id = v.task_id AND t.task_id = ANY($2::text[])`,
+      // the ANY() lets the planner use the primary key instead of a hash join over every task
+      [JSON.stringify(chunk), chunk.map((c) => c.task_id)],
     );
   }
 }

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { ApiClient, type TgsCredentials } from '../../src/client/http.js';
 
 export type Outcome = 'completed' | 'failed' | 'exception';
@@ -19,11 +20,15 @@ export function startFastWorker(options: {
   provisionerId: string;
   workerType: string;
   concurrency?: number;
+  /** tasks per claimWork call (a real worker asks for its free capacity) */
+  batch?: number;
   decide?: (task: ClaimedTask) => Outcome | Promise<Outcome>;
   onClaim?: (task: ClaimedTask) => void;
   onReport?: (task: ClaimedTask, outcome: Outcome) => void;
 }) {
   const abort = new AbortController();
+  // every request in flight listens on the one stop signal
+  setMaxListeners(0, abort.signal);
   const api = new ApiClient(options.rootUrl, options.credentials, abort.signal);
   let stopped = false;
   const reported: { taskId: string; runId: number; outcome: Outcome }[] = [];
@@ -40,7 +45,7 @@ export function startFastWorker(options: {
         const res = await api.request<{ tasks: (Omit<ClaimedTask, 'taskId'> & { status: { taskId: string } })[] }>('queue', 'POST', `/claim-work/${options.provisionerId}/${options.workerType}`, {
           workerGroup: 'fast',
           workerId: `w${slot}`,
-          tasks: 1,
+          tasks: options.batch ?? 1,
         });
         claimed = res.tasks.map((t) => ({ ...t, taskId: t.status.taskId }));
       } catch (err) {
