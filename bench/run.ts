@@ -14,13 +14,14 @@ import { findTemporalCli } from '../src/temporal/devServer.js';
 import { bundlerOptions } from '../src/temporal/workflowBundle.js';
 import { createFloorActivities } from './floor/activities.js';
 import { percentile } from './stats.js';
+import { runQueueBench } from './queue.js';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const onlyArg = args.find((a) => a.startsWith('--only='))?.slice(7);
 const only = new Set((onlyArg ?? 'hop,throughput,scale,queue').split(','));
 const sizes = quick
-  ? { chain: 20, floorHops: 20, throughput: 2000, layers: 10, width: 100, fanIn: 3, queueTasks: 300 }
+  ? { chain: 20, floorHops: 20, throughput: 500, layers: 10, width: 100, fanIn: 3, queueTasks: 300 }
   : { chain: 200, floorHops: 200, throughput: 10_000, layers: 100, width: 1000, fanIn: 3, queueTasks: 5000 };
 const log = (line: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
 
@@ -34,7 +35,7 @@ function rssMb(pid: number): number {
 }
 
 async function machine(stack: Stack) {
-  const { rows } = await stack.api.db.pool.query<{ v: string }>('SHOW server_version');
+  const { rows } = await stack.api.db.pool.query<{ server_version: string }>('SHOW server_version');
   let rabbitmq = 'unknown';
   try {
     rabbitmq = /RabbitMQ version: (\S+)/.exec(execFileSync('rabbitmqctl', ['status'], { encoding: 'utf8' }))?.[1] ?? rabbitmq;
@@ -47,7 +48,7 @@ async function machine(stack: Stack) {
     memGiB: Math.round(totalmem() / 2 ** 30),
     node: process.version,
     temporal: execFileSync(findTemporalCli() as string, ['--version'], { encoding: 'utf8' }).trim(),
-    postgres: rows[0].v,
+    postgres: rows[0].server_version,
     rabbitmq,
   };
 }
@@ -215,13 +216,7 @@ async function main() {
     }
     if (only.has('queue')) {
       log('queue: enqueue → claim latency, claim+complete throughput with 16 claimers');
-      try {
-        const { runQueueBench } = (await import('./queue.js')) as { runQueueBench: (o: unknown) => Promise<Record<string, number>> };
-        results.queue = await runQueueBench({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, tasks: sizes.queueTasks, claimers: 16 });
-      } catch (err) {
-        results.queue = { error: (err as Error).message };
-        throw err;
-      }
+      results.queue = await runQueueBench({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, tasks: sizes.queueTasks, claimers: 16 });
     }
   } finally {
     await stack.stop();

@@ -9,6 +9,8 @@ import { PENDING_CHANNEL } from './notify.js';
 export class ClaimWaiter {
   private client: pg.Client | undefined;
   private readonly waiters = new Map<string, Set<() => void>>();
+  /** Notifications seen per queue: a claimer that looked before a notification must not sleep through it. */
+  private readonly generations = new Map<string, number>();
   stopped = false;
 
   constructor(private readonly databaseUrl: string, private readonly backstopMs = 1000) {}
@@ -38,7 +40,12 @@ export class ClaimWaiter {
     setTimeout(() => void this.start(), 500);
   }
 
+  generation(taskQueueId: string): number {
+    return this.generations.get(taskQueueId) ?? 0;
+  }
+
   private wake(taskQueueId: string): void {
+    this.generations.set(taskQueueId, this.generation(taskQueueId) + 1);
     const set = this.waiters.get(taskQueueId);
     if (!set) return;
     this.waiters.delete(taskQueueId);
@@ -46,9 +53,10 @@ export class ClaimWaiter {
   }
 
   /** Resolves on a notification for the queue, after the backstop interval, or at the deadline. */
-  wait(taskQueueId: string, untilMs: number, signal?: AbortSignal): Promise<void> {
+  wait(taskQueueId: string, untilMs: number, signal?: AbortSignal, sinceGeneration?: number): Promise<void> {
     return new Promise((resolve) => {
       if (this.stopped) return resolve();
+      if (sinceGeneration !== undefined && this.generation(taskQueueId) !== sinceGeneration) return resolve();
       let set = this.waiters.get(taskQueueId);
       if (!set) {
         set = new Set();

@@ -63,8 +63,9 @@ export async function claimWork(pool: pg.Pool, config: Config, issuer: ClientRec
   const until = Date.now() + waitMs;
   const queue = `${req.provisionerId}/${req.workerType}`;
   for (;;) {
+    const generation = waiter.generation(queue);
     const claimed = await claimPending(pool, config, issuer, req);
     if (claimed.length > 0 || Date.now() >= until || signal?.aborted || waiter.stopped) return claimed;
-    await waiter.wait(queue, until, signal);
+    await waiter.wait(queue, until, signal, generation);
   }
 }

@@ -1,0 +1,44 @@
+import slugid from 'slugid';
+import { ApiClient, type TgsCredentials } from '../src/client/http.js';
+import { fastTask } from '../test/helpers/graphs.js';
+import { startFastWorker } from '../test/helpers/fastWorker.js';
+import { percentile } from './stats.js';
+
+/**
+ * The queue alone, over HTTP with Hawk: enqueue → claim latency with a claimer already waiting
+ * (LISTEN/NOTIFY wakes it), and claim+complete throughput with `claimers` concurrent claimers.
+ */
+export async function runQueueBench(options: { rootUrl: string; credentials: TgsCredentials; tasks: number; claimers: number }) {
+  const api = new ApiClient(options.rootUrl, options.credentials);
+  // Latency: one waiting claimer, tasks created one at a time.
+  const claimedAt = new Map<string, number>();
+  const latencyWorker = startFastWorker({
+    rootUrl: options.rootUrl, credentials: options.credentials, provisionerId: 'tgs-test', workerType: 'qlat', concurrency: 1,
+    onClaim: (t) => claimedAt.set(t.taskId, performance.now()),
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  const latencies: number[] = [];
+  for (let i = 0; i < 100; i++) {
+    const id = slugid.nice();
+    await api.request('queue', 'PUT', `/task/${id}`, { ...fastTask(`lat${i}`), workerType: 'qlat' });
+    const created = performance.now();
+    while (!claimedAt.has(id)) await new Promise((r) => setTimeout(r, 1));
+    latencies.push((claimedAt.get(id) as number) - created);
+  }
+  await latencyWorker.stop();
+  // Throughput: create the tasks first, then time the claimers draining them.
+  const ids = Array.from({ length: options.tasks }, () => slugid.nice());
+  for (let i = 0; i < ids.length; i += 50) {
+    await Promise.all(ids.slice(i, i + 50).map((id, k) => api.request('queue', 'PUT', `/task/${id}`, { ...fastTask(`tp${i + k}`), workerType: 'qtp' })));
+  }
+  const t0 = performance.now();
+  const worker = startFastWorker({ rootUrl: options.rootUrl, credentials: options.credentials, provisionerId: 'tgs-test', workerType: 'qtp', concurrency: options.claimers });
+  while (worker.reported.length < ids.length) await new Promise((r) => setTimeout(r, 20));
+  const seconds = (performance.now() - t0) / 1000;
+  await worker.stop();
+  return {
+    claim_p50_ms: percentile(latencies, 50),
+    claim_p99_ms: percentile(latencies, 99),
+    claim_complete_per_s: Math.round(ids.length / seconds),
+  };
+}
