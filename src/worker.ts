@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { Connection } from '@temporalio/client';
-import { temporal as proto } from '@temporalio/proto';
+import protoModule from '@temporalio/proto';
 import type { Config } from './config.js';
 import { createActivities } from './activities/index.js';
 import { connectionOptions } from './temporal/connection.js';
@@ -21,7 +21,7 @@ export async function ensureSearchAttributes(config: Config): Promise<void> {
     try {
       await connection.operatorService.addSearchAttributes({
         namespace: config.temporalNamespace,
-        searchAttributes: Object.fromEntries(missing.map((n) => [n, proto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
+        searchAttributes: Object.fromEntries(missing.map((n) => [n, protoModule.temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD])),
       });
     } catch (err) {
       throw new Error(
