@@ -13,6 +13,8 @@ export interface RelayStats {
   published: number;
   batches: number;
   reconnects: number;
+  /** successful AMQP connections (more than one: the relay lost and re-established its connection) */
+  connections: number;
   active: boolean;
 }
 
@@ -30,12 +32,12 @@ interface OutboxRow {
  * RabbitMQ confirmed them. RabbitMQ down → rows wait; a relay that dies mid-batch leaves its rows, which
  * the next relay publishes again (duplicates are possible, losses are not; consumers dedupe on messageId).
  */
-export async function startRelay(options: { config: Config; pool?: pg.Pool; log?: (line: string) => void }) {
+export async function startRelay(options: { config: Config; pool?: pg.Pool; log?: (line: string) => void; connectionName?: string }) {
   const { config } = options;
   const log = options.log ?? ((line: string) => console.log(`relay: ${line}`));
   const pool = options.pool ?? createPool(config.databaseUrl, 2);
   const ownPool = !options.pool;
-  const stats: RelayStats = { published: 0, batches: 0, reconnects: 0, active: false };
+  const stats: RelayStats = { published: 0, batches: 0, reconnects: 0, connections: 0, active: false };
   let stopped = false;
   let wake: (() => void) | undefined;
   // A NOTIFY that arrives while a batch is being published must not be lost: it skips the next sleep.
@@ -96,7 +98,8 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
     let attempt = 0;
     while (!stopped) {
       try {
-        const connection = await amqp.connect(config.amqpUrl);
+        // named so operators (and tests) can find it in `rabbitmqctl list_connections`
+        const connection = await amqp.connect(config.amqpUrl, { clientProperties: { connection_name: options.connectionName ?? 'tgs-relay' } });
         connection.on('error', () => undefined);
         connection.on('close', () => {
           if (amqpConnection === connection) {
@@ -110,6 +113,7 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
         await declareExchanges(ch, config.exchangePrefix);
         amqpConnection = connection;
         channel = ch;
+        stats.connections++;
         if (attempt > 0) log(`reconnected to RabbitMQ after ${attempt} attempt(s)`);
         return;
       } catch (err) {
