@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { createPool } from '../db/pool.js';
-import { migrate } from '../db/migrate.js';
+import { ensureDatabase, migrate } from '../db/migrate.js';
 import { createClientStore, ensureIssuerClient } from '../auth/clients.js';
 import { queueEndpoints } from '../queue/api/index.js';
 import { artifactEndpoints } from '../queue/api/artifacts/index.js';
@@ -23,6 +23,7 @@ export interface ApiApp {
 
 /** Builds the API process: pool, migrations (under an advisory lock), issuer client, routes. */
 export async function buildApi(config: Config, options: ApiServerOptions = {}): Promise<ApiApp> {
+  await ensureDatabase(config.databaseUrl);
   const pool = createPool(config.databaseUrl, 20);
   await migrate(pool);
   const issuer = await ensureIssuerClient(pool);

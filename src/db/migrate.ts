@@ -60,3 +60,33 @@ export async function migrate(pool: pg.Pool, log: (line: string) => void = () =>
   }
   return applied;
 }
+
+/**
+ * Creates the database of `databaseUrl` when it does not exist yet (a fresh machine has only `postgres`),
+ * so `tgs dev` and `tgs api` work without a manual `createdb`.
+ */
+export async function ensureDatabase(databaseUrl: string, log: (line: string) => void = (l) => console.error(l)): Promise<void> {
+  const { default: pgModule } = await import('pg');
+  const probe = new pgModule.Client({ connectionString: databaseUrl });
+  try {
+    await probe.connect();
+    await probe.end();
+    return;
+  } catch (err) {
+    await probe.end().catch(() => undefined);
+    if ((err as { code?: string }).code !== '3D000') throw err;
+  }
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.slice(1));
+  url.pathname = '/postgres';
+  const admin = new pgModule.Client({ connectionString: url.toString() });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+    log(`created database ${name}`);
+  } catch (err) {
+    if ((err as { code?: string }).code !== '42P04') throw err; // created meanwhile by another process
+  } finally {
+    await admin.end();
+  }
+}
