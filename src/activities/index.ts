@@ -155,12 +155,11 @@ export function createActivities(deps: ActivityDeps) {
       });
     },
 
-    async cancelTasks(taskGraphId: string, taskIds: string[]): Promise<void> {
+    async cancelTasks(_taskGraphId: string, taskIds: string[]): Promise<void> {
       for (let i = 0; i < taskIds.length; i += 5000) {
         const chunk = taskIds.slice(i, i + 5000);
         await withTransaction(pool, (client) => cancelQueueTasks(client, config, chunk));
       }
-      void taskGraphId;
     },
 
     /** What the queue knows about tasks the workflow has not heard from: lost messages are recovered here. */

@@ -29,6 +29,13 @@ export async function getGraph(db: Queryable, taskGraphId: string, forUpdate = f
   return rows[0];
 }
 
+/** The graph row, or 404 ResourceNotFound for the API. */
+export async function requireGraph(db: Queryable, taskGraphId: string): Promise<GraphRow> {
+  const row = await getGraph(db, taskGraphId);
+  if (!row) throw new TgsError('ResourceNotFound', `task-graph ${taskGraphId} not found`);
+  return row;
+}
+
 export function graphMeta(row: GraphRow): GraphMeta {
   return {
     taskGraphId: row.task_graph_id,
@@ -175,8 +182,6 @@ export async function joinQueueTasks(client: pg.PoolClient, taskGraphId: string,
   let next = graph.node_count;
   const members = new Set(tasks.map((t) => t.task_id));
   const rows: { idx: number; task_id: string; member: boolean; requires: number[]; requires_mode: number }[] = [];
-  const memberIdx = new Map<string, number>();
-  tasks.forEach((t) => memberIdx.set(t.task_id, -1));
   for (const t of tasks) {
     for (const dep of t.deps) {
       if (idxOf.has(dep) || members.has(dep)) continue;
@@ -186,10 +191,8 @@ export async function joinQueueTasks(client: pg.PoolClient, taskGraphId: string,
     idxOf.set(t.task_id, next);
     rows.push({ idx: next++, task_id: t.task_id, member: true, requires: [], requires_mode: t.requires === 'all-resolved' ? 1 : 0 });
   }
-  for (const t of tasks) {
-    const row = rows.find((r) => r.task_id === t.task_id) as (typeof rows)[number];
-    row.requires = t.deps.map((d) => idxOf.get(d) as number);
-  }
+  const rowOf = new Map(rows.map((r) => [r.task_id, r]));
+  for (const t of tasks) (rowOf.get(t.task_id) as (typeof rows)[number]).requires = t.deps.map((d) => idxOf.get(d) as number);
   await client.query(
     `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label, requires, requires_mode)
      SELECT $1, r.idx, r.task_id, r.member, CASE WHEN r.member THEN r.task_id END,

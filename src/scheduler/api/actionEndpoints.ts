@@ -5,13 +5,12 @@ import { TgsError } from '../../errors.js';
 import { SIGNALS, UPDATES, workflowIdFor } from '../../workflows/contract.js';
 import { extendSchema } from '../graphSchema.js';
 import { extendTaskGraph } from '../extendTaskGraph.js';
-import { getGraph } from '../graphStore.js';
+import { getGraph, requireGraph } from '../graphStore.js';
 import type { ApiDeps } from '../../api/deps.js';
 import { graphStatus, statusResponseSchema, taskGraphResponseSchema } from './shapes.js';
 
 async function graphHandle(deps: ApiDeps, taskGraphId: string) {
-  const row = await getGraph(deps.pool, taskGraphId);
-  if (!row) throw new TgsError('ResourceNotFound', `task-graph ${taskGraphId} not found`);
+  const row = await requireGraph(deps.pool, taskGraphId);
   let client;
   try {
     client = await deps.temporal.get();

@@ -1,15 +1,8 @@
 import { declare } from '../../api/endpoint.js';
 import { SLUGID } from '../../api/patterns.js';
 import { TgsError } from '../../errors.js';
-import { getGraph } from '../graphStore.js';
+import { requireGraph as mustGetGraph } from '../graphStore.js';
 import { graphStatus, statusResponseSchema } from './shapes.js';
-import type pg from 'pg';
-
-async function mustGetGraph(pool: pg.Pool, taskGraphId: string) {
-  const row = await getGraph(pool, taskGraphId);
-  if (!row) throw new TgsError('ResourceNotFound', `task-graph ${taskGraphId} not found`);
-  return row;
-}
 
 export const pingEndpoint = declare({
   service: 'scheduler',
