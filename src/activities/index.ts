@@ -5,7 +5,7 @@ import { withTransaction } from '../db/pool.js';
 import { enqueueMessages } from '../exchanges/outbox.js';
 import type { SchedulerExchange } from '../exchanges/exchanges.js';
 import { scheduleTasks } from '../queue/scheduleTasks.js';
-import { rerunTasks } from '../queue/rerunTasks.js';
+import { MAX_RUNS, rerunTasks } from '../queue/rerunTasks.js';
 import { cancelTasks as cancelQueueTasks } from '../queue/cancelTasks.js';
 import { TgsError } from '../errors.js';
 import type { DispatchItem } from '../workflows/graphState.js';
@@ -22,6 +22,15 @@ export interface ActivityDeps {
 export interface DispatchResult {
   /** tasks found already resolved in a newer run than the workflow knew (a retried activity, a manual queue action) */
   resolutions: Resolution[];
+  /** reruns the queue refuses (deadline passed, 50 runs): the node keeps its resolution and says why */
+  refused?: RefusedRerun[];
+}
+
+export interface RefusedRerun {
+  taskId: string;
+  /** the queue state the task stays in */
+  state: ResolvedState;
+  reason: string;
 }
 
 export interface PublishResult {
@@ -91,6 +100,7 @@ export function createActivities(deps: ActivityDeps) {
     /** Schedules ready tasks and reruns failed/reset ones, in one transaction. */
     async dispatchTasks(taskGraphId: string, items: DispatchItem[]): Promise<DispatchResult> {
       const taskIds = items.map((i) => i.taskId);
+      const refused: RefusedRerun[] = [];
       await withTransaction(pool, async (client) => {
         const toSchedule = items.filter((i) => i.kind === 'schedule').map((i) => i.taskId);
         if (toSchedule.length > 0) await scheduleTasks(client, config, toSchedule);
@@ -98,14 +108,21 @@ export function createActivities(deps: ActivityDeps) {
         if (reruns.length > 0) {
           // Rerun only tasks whose latest run is still the one the workflow saw resolve: a retry of this
           // activity, or a rerun someone else made, must not add a second run.
-          const { rows } = await client.query<{ task_id: string; latest: number; state: string }>(
-            `SELECT task_id, jsonb_array_length(runs) - 1 AS latest, state FROM tasks WHERE task_id = ANY($1) FOR UPDATE`,
+          const { rows } = await client.query<{ task_id: string; latest: number; state: string; deadline: Date }>(
+            `SELECT task_id, jsonb_array_length(runs) - 1 AS latest, state, deadline FROM tasks WHERE task_id = ANY($1) FOR UPDATE`,
             [reruns.map((r) => r.taskId)],
           );
           const latest = new Map(rows.map((r) => [r.task_id, r]));
+          const now = new Date();
           const due = reruns.filter((r) => {
             const row = latest.get(r.taskId);
-            return row !== undefined && row.latest === r.expectedRunId && RESOLVED.has(row.state);
+            if (row === undefined || row.latest !== r.expectedRunId || !RESOLVED.has(row.state)) return false;
+            // The queue would skip these silently; the workflow must hear it, or the node would wait forever.
+            const reason = row.deadline <= now
+              ? `task ${r.taskId} is past its deadline (${row.deadline.toISOString()})`
+              : row.latest + 1 >= MAX_RUNS ? `task ${r.taskId} has reached ${MAX_RUNS} runs` : undefined;
+            if (reason) refused.push({ taskId: r.taskId, state: row.state as ResolvedState, reason });
+            return reason === undefined;
           });
           if (due.length > 0) await rerunTasks(client, config, due.map((r) => r.taskId));
           const counted = reruns.filter((r) => r.rerunsLeft !== undefined);
@@ -120,7 +137,7 @@ export function createActivities(deps: ActivityDeps) {
         }
       });
       // Anything already resolved again (a very fast worker, or a duplicate activity) is reported back.
-      return { resolutions: await resolvedLatestRuns(pool, taskIds) };
+      return { resolutions: await resolvedLatestRuns(pool, taskIds), ...(refused.length ? { refused } : {}) };
     },
 
     /**

@@ -322,6 +322,21 @@ export class GraphModel {
     }
   }
 
+  /**
+   * The queue refused to rerun node i (deadline passed, 50 runs): it keeps the resolution the queue still
+   * has, so a failed task blocks the graph instead of waiting for a run that will never come.
+   */
+  rerunRefused(taskId: string, queueState: ResolvedState): boolean {
+    const i = this.index.get(taskId);
+    if (i === undefined || !this.member[i]) return false;
+    const s = this.state[i];
+    if (s !== NODE.scheduled && s !== NODE.rerunDispatching && s !== NODE.dispatching) return false;
+    this.reset[i] = 0;
+    this.manualReruns.delete(i);
+    this.setState(i, queueState === 'completed' ? NODE.completed : queueState === 'failed' ? NODE.failed : NODE.exception);
+    return true;
+  }
+
   /** After a dispatch activity failed for good: put its nodes back to be tried again. */
   dispatchFailed(items: DispatchItem[]): void {
     for (const item of items) {

@@ -74,6 +74,22 @@ function describe(items: DispatchItem[]): string {
   return `${what}: ${ids}${items.length > 4 ? `, … (+${items.length - 4})` : ''}`;
 }
 
+/**
+ * An invalid graph fails the workflow itself with the activity's InvalidTaskGraph failure, so callers
+ * (and the Web UI) see `InvalidTaskGraph` and the offending labels, not a generic ActivityFailure.
+ */
+async function invalidGraphFailsWorkflow<T>(call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (err) {
+    const cause = err instanceof wf.ActivityFailure ? err.cause : undefined;
+    if (cause instanceof wf.ApplicationFailure && cause.type === 'InvalidTaskGraph') {
+      throw wf.ApplicationFailure.create({ message: cause.message, type: 'InvalidTaskGraph', nonRetryable: true, details: cause.details as unknown[] });
+    }
+    throw err;
+  }
+}
+
 export async function taskGraph(input: TaskGraphInput): Promise<{ taskGraphId: string; state: GraphState }> {
   const info = wf.workflowInfo();
   const taskGraphId = graphIdFromWorkflowId(info.workflowId);
@@ -87,11 +103,11 @@ export async function taskGraph(input: TaskGraphInput): Promise<{ taskGraphId: s
   const carried: CarriedState | undefined = input.carried;
   if (!carried && input.tasks !== undefined) {
     // Started natively with the graph itself: create its tasks (validated like PUT /task-graph).
-    await bulk.createGraph(taskGraphId, input);
+    await invalidGraphFailsWorkflow(bulk.createGraph(taskGraphId, input));
   }
 
   const model = new GraphModel();
-  let meta: GraphMeta = await bulk.loadGraph(taskGraphId, input.origin === 'queue');
+  let meta: GraphMeta = await invalidGraphFailsWorkflow(bulk.loadGraph(taskGraphId, input.origin === 'queue'));
   const decoded = carried ? GraphModel.decodeCarried(carried) : undefined;
   const labels: string[] = [];
   const labelIndex = new Map<string, number>();
@@ -204,6 +220,12 @@ export async function taskGraph(input: TaskGraphInput): Promise<{ taskGraphId: s
         (result: DispatchResult) => {
           model.dispatched(items);
           for (const r of result.resolutions) model.applyResolution(r.taskId, r.runId, r.state);
+          for (const r of result.refused ?? []) {
+            if (!model.rerunRefused(r.taskId, r.state)) continue;
+            rejected.push(`rerun of task ${r.taskId} refused by the queue: ${r.reason}`);
+            if (rejected.length > 20) rejected.shift();
+            wf.log.warn('rerun refused by the queue', { taskId: r.taskId, reason: r.reason });
+          }
         },
         (err: unknown) => {
           wf.log.error('dispatch failed; will retry', { error: String(err) });

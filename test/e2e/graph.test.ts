@@ -173,6 +173,22 @@ test('cancel cancels every unresolved task', async () => {
   await eventually(async () => (await stack.root.request('queue', 'GET', `/task/${ids.get('waiting')}/status`)).status.state === 'exception', 'waiting canceled');
 });
 
+test('a task rerun more often than the queue allows blocks the graph at 50 runs and says why', async () => {
+  const { taskGraphId, ids } = await submit(graphOf({ hopeless: { reruns: 60, payload: { broken: true } }, after: { requires: ['hopeless'] } }));
+  await waitState(taskGraphId, 'blocked', 120_000);
+  const hopeless = ids.get('hopeless') as string;
+  assert.equal(runsByTask.get(hopeless), 50);
+  const status = await stack.client.workflow.getHandle(`task-graph/${taskGraphId}`).query<{ refused: string[]; blockedBy: string[] }>('status');
+  assert.deepEqual(status.blockedBy, [hopeless]);
+  assert.ok(status.refused.some((r) => r.includes('50 runs')), JSON.stringify(status.refused));
+  // A manual rerun is refused at once, with the queue's reason.
+  await assert.rejects(
+    stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/rerun/hopeless`, {}),
+    (err: Error & { status?: number }) => err.status === 409 && /50 runs/.test(err.message),
+  );
+  await stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/cancel`, {});
+});
+
 test('a 10,000-task graph (1 → 9,998 → 1) finishes', async () => {
   const nodes: Record<string, { requires?: string[] }> = { root: {} };
   const middle: string[] = [];

@@ -3,6 +3,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
 import type { Config } from '../../src/config.js';
 import { createActivities } from '../../src/activities/index.js';
+import { ensureSearchAttributes } from '../../src/worker.js';
 import { startBridge } from '../../src/bridge/bridge.js';
 import { startRelay } from '../../src/exchanges/relay.js';
 import type { DevServer } from '../../src/temporal/devServer.js';
@@ -37,9 +38,14 @@ export async function startStack(
     /** false: the test runs the bridge / scheduler worker itself (e.g. as processes it kills) */
     inProcessBridge?: boolean;
     inProcessWorker?: boolean;
+    /** false: start Temporal without tgs's search attributes, so the worker has to register them */
+    registerSearchAttributes?: boolean;
   } = {},
 ): Promise<Stack> {
-  const temporal = await startTestTemporal({ dynamicConfig: options.dynamicConfig });
+  const temporal = await startTestTemporal({
+    dynamicConfig: options.dynamicConfig,
+    ...(options.registerSearchAttributes === false ? { searchAttributes: {} } : {}),
+  });
   const prefix = `test-${randomBytes(4).toString('hex')}/`;
   const api = await startTestApi({
     temporalAddress: temporal.address,
@@ -54,6 +60,7 @@ export async function startStack(
   const bridge = options.inProcessBridge === false ? undefined : await startBridge({ config, pool: api.db.pool, temporal: async () => client, queueName: `${prefix}bridge`, log: () => undefined });
   let worker: { worker: Worker; running: Promise<void>; connection: NativeConnection } | undefined;
   const startWorker = async () => {
+    await ensureSearchAttributes(config);
     const nativeConnection = await NativeConnection.connect({ address: temporal.address });
     const w = await Worker.create({
       connection: nativeConnection,

@@ -236,3 +236,19 @@ test('carried state fits the 2 MB payload limit for 100,000 tasks', () => {
   const size = JSON.stringify(model.carry()).length;
   assert.ok(size < 1_000_000, `carried state is ${size} bytes`);
 });
+
+test('a rerun the queue refuses (50 runs, deadline) keeps the failure, so the graph blocks instead of waiting', () => {
+  const g = build([{ label: 'flaky', reruns: 5 }, { label: 'after', requires: ['flaky'] }]);
+  g.dispatchAll();
+  g.model.applyResolution(g.id('flaky'), 0, 'failed');
+  const items = g.model.takeDispatch(10);
+  assert.equal(items[0].kind, 'rerun');
+  g.model.dispatched(items);
+  assert.equal(g.stateOf('flaky'), 'scheduled');
+  assert.equal(g.model.rerunRefused(g.id('flaky'), 'failed'), true);
+  assert.equal(g.stateOf('flaky'), 'failed');
+  assert.equal(g.model.graphState(), 'blocked');
+  assert.deepEqual(g.model.blockedBy(), [g.id('flaky')]);
+  assert.equal(g.model.rerunRefused(g.id('flaky'), 'failed'), false, 'a second report changes nothing');
+  assert.equal(g.model.rerunRefused(g.id('after'), 'failed'), false, 'a waiting node is not touched');
+});

@@ -1,3 +1,5 @@
+import { loadTasks } from '../../queue/taskRow.js';
+import { rerunRefusal } from '../../queue/rerunTasks.js';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { declare } from '../../api/endpoint.js';
 import { SLUGID } from '../../api/patterns.js';
@@ -74,6 +76,10 @@ export const rerunEndpoint = declare({
       [params.taskGraphId, params.taskIdOrLabel],
     );
     if (!rows[0]) throw new TgsError('ResourceNotFound', `no task ${params.taskIdOrLabel} in task-graph ${params.taskGraphId}`);
+    // What the queue would refuse (deadline, 50 runs) is refused here at once rather than after the Update.
+    const [task] = await loadTasks(deps.pool, [rows[0].task_id]);
+    const refusal = task && rerunRefusal(task, new Date());
+    if (refusal) throw new TgsError('RequestConflict', `rerun refused: ${refusal}`);
     try {
       const result = await handle.executeUpdate(UPDATES.rerun, {
         args: [{ taskId: rows[0].task_id, resetDependents: (body as { resetDependents: boolean }).resetDependents }],

@@ -1,0 +1,142 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import slugid from 'slugid';
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { startStack, eventually, type Stack } from '../helpers/stack.js';
+import { startFastWorker, type ClaimedTask } from '../helpers/fastWorker.js';
+import { graphOf } from '../helpers/graphs.js';
+import { ensureTemporalCli } from '../../src/temporal/devServer.js';
+import { startTaskGraph, GraphTooLargeForTemporalError } from '../../src/temporal/startTaskGraph.js';
+
+// The Temporal-native contract (issue 8), driven with the stock `temporal` CLI against a dev server
+// that starts WITHOUT tgs's search attributes: the worker must register them itself.
+const run = promisify(execFile);
+let stack: Stack;
+let worker: ReturnType<typeof startFastWorker>;
+let cli: string;
+const fixed = new Set<string>();
+const dir = mkdtempSync(path.join(tmpdir(), 'tgs-native-'));
+
+before(async () => {
+  cli = ensureTemporalCli();
+  stack = await startStack({ registerSearchAttributes: false });
+  worker = startFastWorker({
+    rootUrl: stack.api.rootUrl,
+    credentials: stack.api.root,
+    provisionerId: 'tgs-test',
+    workerType: 'fast',
+    concurrency: 4,
+    decide: (task: ClaimedTask) => (task.task.payload.broken && !fixed.has(task.taskId) ? 'failed' : 'completed'),
+  });
+});
+after(async () => {
+  await worker.stop();
+  await stack.stop();
+});
+
+async function temporal(...args: string[]): Promise<string> {
+  const { stdout } = await run(cli, [...args, '--address', stack.temporal.address, '--namespace', stack.config.temporalNamespace], { timeout: 30_000 });
+  return stdout;
+}
+
+async function startNative(graph: unknown, workflowId = `task-graph/${slugid.nice()}`) {
+  const file = path.join(dir, `${workflowId.replace(/\W/g, '_')}.json`);
+  writeFileSync(file, JSON.stringify(graph));
+  await temporal('workflow', 'start', '--type', 'taskGraph', '--task-queue', stack.config.temporalTaskQueue, '--workflow-id', workflowId, '--input-file', file);
+  return { workflowId, taskGraphId: workflowId.slice('task-graph/'.length) };
+}
+
+const queryStatus = async (workflowId: string) =>
+  JSON.parse(await temporal('workflow', 'query', '--workflow-id', workflowId, '--name', 'status', '--output', 'json')).queryResult[0];
+
+const httpState = async (taskGraphId: string) =>
+  (await stack.root.request<{ status: { state: string } }>('scheduler', 'GET', `/task-graph/${taskGraphId}/status`)).status.state;
+
+test('a graph started with `temporal workflow start` runs to finished; query and HTTP status answer', async () => {
+  const { workflowId, taskGraphId } = await startNative(graphOf({ a: {}, b: { requires: ['a'] }, c: { requires: ['a'] }, d: { requires: ['b', 'c'] } }, 'native'));
+  const result = await stack.client.workflow.getHandle(workflowId).result();
+  assert.deepEqual(result, { taskGraphId, state: 'finished' });
+  const status = await queryStatus(workflowId);
+  assert.equal(status.state, 'finished');
+  assert.equal(status.taskGraphId, taskGraphId);
+  assert.equal(status.routing, 'native');
+  assert.equal(status.counts.completed, 4);
+  assert.equal(await httpState(taskGraphId), 'finished');
+  const tasks = await stack.api.db.pool.query<{ n: string }>('SELECT count(*) AS n FROM tasks WHERE task_group_id = $1', [taskGraphId]);
+  assert.equal(Number(tasks.rows[0].n), 4);
+});
+
+test('a blocked graph is found by TaskGraphState, and `temporal workflow signal --name rerun` makes it finish', async () => {
+  const { workflowId, taskGraphId } = await startNative(graphOf({ broken: { payload: { broken: true } }, after: { requires: ['broken'] } }));
+  await eventually(async () => (await queryStatus(workflowId)).state === 'blocked', 'blocked', 60_000);
+  const status = await queryStatus(workflowId);
+  assert.equal(status.blockedBy.length, 1);
+  const brokenId: string = status.blockedBy[0];
+  const listed = await eventually(async () => {
+    const out = await temporal('workflow', 'list', '--query', `TaskGraphState='blocked'`, '--output', 'json');
+    return out.includes(workflowId) ? out : undefined;
+  }, 'workflow list finds the blocked graph', 30_000);
+  assert.match(listed, new RegExp(taskGraphId));
+
+  // A signal naming an unknown label is refused without failing the workflow, and says why.
+  await temporal('workflow', 'signal', '--workflow-id', workflowId, '--name', 'rerun', '--input', JSON.stringify({ label: 'nope' }));
+  await eventually(async () => (await queryStatus(workflowId)).refused.some((r: string) => r.includes('"nope"')), 'refusal recorded');
+
+  fixed.add(brokenId);
+  await temporal('workflow', 'signal', '--workflow-id', workflowId, '--name', 'rerun', '--input', JSON.stringify({ label: 'broken' }));
+  const result = await stack.client.workflow.getHandle(workflowId).result();
+  assert.equal(result.state, 'finished');
+  assert.equal(await httpState(taskGraphId), 'finished');
+  await eventually(async () => {
+    const out = await temporal('workflow', 'list', '--query', `TaskGraphState='finished' AND TaskGraphSchedulerId='${stack.config.schedulerId}'`, '--output', 'json');
+    return out.includes(workflowId);
+  }, 'workflow list finds the finished graph', 30_000);
+});
+
+async function expectInvalid(workflowId: string, pattern: RegExp) {
+  const err = await stack.client.workflow.getHandle(workflowId).result().then(
+    () => assert.fail('the workflow should have failed'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof WorkflowFailedError, String(err));
+  const cause = err.cause;
+  assert.ok(cause instanceof ApplicationFailure, String(cause));
+  assert.equal(cause.type, 'InvalidTaskGraph');
+  assert.equal(cause.nonRetryable, true);
+  assert.match(cause.message, pattern);
+}
+
+test('an invalid graph started natively fails with InvalidTaskGraph naming every offending label, and creates no task', async () => {
+  const graph = graphOf({ x: { requires: ['y'] }, y: { requires: ['x'] }, lonely: { requires: ['ghost'] } });
+  const { workflowId, taskGraphId } = await startNative(graph);
+  await expectInvalid(workflowId, /x[\s\S]*y|y[\s\S]*x/);
+  await expectInvalid(workflowId, /lonely/);
+  const rows = await stack.api.db.pool.query('SELECT 1 FROM tasks WHERE task_group_id = $1', [taskGraphId]);
+  assert.equal(rows.rowCount, 0);
+  const graphs = await stack.api.db.pool.query('SELECT 1 FROM task_graphs WHERE task_graph_id = $1', [taskGraphId]);
+  assert.equal(graphs.rowCount, 0);
+});
+
+test('a workflow id that is not task-graph/<slugid> fails with InvalidTaskGraph', async () => {
+  const { workflowId } = await startNative(graphOf({ a: {} }), 'my-graph');
+  await expectInvalid(workflowId, /task-graph\/<slugid>/);
+});
+
+test('startTaskGraph (the @temporalio/client way) runs a graph, and refuses input over the payload limit pointing to the HTTP API', async () => {
+  const { taskGraphId, handle } = await startTaskGraph(stack.client, graphOf({ one: {}, two: { requires: ['one'] } }), {
+    taskQueue: stack.config.temporalTaskQueue,
+  });
+  assert.deepEqual(await handle.result(), { taskGraphId, state: 'finished' });
+  const huge = graphOf({ big: { payload: { blob: 'x'.repeat(2.5 * 1024 * 1024) } } });
+  await assert.rejects(startTaskGraph(stack.client, huge), (err: Error) => {
+    assert.ok(err instanceof GraphTooLargeForTemporalError);
+    assert.match(err.message, /PUT \/api\/scheduler\/v1\/task-graph\//);
+    return true;
+  });
+});
