@@ -3,14 +3,15 @@
  * one run on this machine. Writes bench/results/latest.json and a dated copy, and prints a table.
  */
 import { cpus, totalmem } from 'node:os';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import slugid from 'slugid';
 import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { startStack, eventually, type Stack } from '../test/helpers/stack.js';
 import { startFastWorker } from '../test/helpers/fastWorker.js';
 import { fastTask, graphOf } from '../test/helpers/graphs.js';
-import { findTemporalCli } from '../src/temporal/devServer.js';
+import { findTemporalCli, freePort } from '../src/temporal/devServer.js';
+import { ApiClient } from '../src/client/http.js';
 import { bundlerOptions } from '../src/temporal/workflowBundle.js';
 import { createFloorActivities } from './floor/activities.js';
 import { percentile } from './stats.js';
@@ -28,6 +29,9 @@ for (const key of ['layers', 'width'] as const) {
   const value = args.find((a) => a.startsWith(`--${key}=`))?.split('=')[1];
   if (value) sizes[key] = Number(value);
 }
+// By default the API, the bridge and the scheduler worker run as their own `tgs` processes, as in a
+// deployment: each gets its own peak RSS, and they use both cores. --single-process keeps them in one.
+const separateProcesses = !args.includes('--single-process');
 const log = (line: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
 
 function rssMb(pid: number): number {
@@ -168,10 +172,79 @@ async function historyStats(stack: Stack, taskGraphId: string) {
   return { continueAsNew: Math.max(0, runs - 1), maxEvents, maxBytes };
 }
 
+interface TgsProcess {
+  name: string;
+  child: ChildProcess;
+}
+
+function spawnTgs(stack: Stack, command: string, env: Record<string, string> = {}): TgsProcess {
+  const c = stack.config;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', command], {
+    env: {
+      ...process.env,
+      DATABASE_URL: c.databaseUrl,
+      AMQP_URL: c.amqpUrl,
+      TEMPORAL_ADDRESS: c.temporalAddress,
+      TGS_TASK_QUEUE: c.temporalTaskQueue,
+      TGS_EXCHANGE_PREFIX: c.exchangePrefix,
+      TGS_ROOT_ACCESS_TOKEN: stack.api.root.accessToken,
+      TGS_CLAIM_TIMEOUT: String(c.claimTimeoutSeconds),
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let tail = '';
+  const keep = (d: Buffer) => {
+    tail = (tail + d.toString()).slice(-2000);
+    if (process.env.TGS_BENCH_VERBOSE) process.stderr.write(`[${command}] ${d}`);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  child.once('exit', (code, signal) => {
+    if (code !== 0 && signal !== 'SIGTERM') log(`${command} exited (${code ?? signal}): ${tail}`);
+  });
+  return { name: command, child };
+}
+
+async function stopProcesses(processes: TgsProcess[]) {
+  await Promise.all(processes.map(({ child }) => new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode) return resolve(null);
+    child.once('exit', resolve);
+    child.kill('SIGTERM');
+  })));
+}
+
+/** The API, bridge and scheduler worker as `tgs` processes; returns the API's rootUrl. */
+async function startProcesses(stack: Stack, processes: TgsProcess[]): Promise<string> {
+  const port = await freePort();
+  const rootUrl = `http://127.0.0.1:${port}`;
+  processes.push(spawnTgs(stack, 'api', { PORT: String(port), HOST: '127.0.0.1', TGS_ROOT_URL: rootUrl }));
+  processes.push(spawnTgs(stack, 'bridge'));
+  processes.push(spawnTgs(stack, 'scheduler-worker'));
+  await eventually(async () => (await fetch(`${rootUrl}/api/queue/v1/ping`)).ok, 'tgs api process answering', 60_000);
+  return rootUrl;
+}
+
 async function main() {
-  log(`starting the stack (quick=${quick})`);
-  const stack = await startStack({ configOverrides: { claimTimeoutSeconds: 600 } });
-  const results: Record<string, unknown> = { machine: await machine(stack), quick, date: new Date().toISOString() };
+  log(`starting the stack (quick=${quick}, ${separateProcesses ? 'api, bridge and scheduler-worker as processes' : 'single process'})`);
+  const stack = await startStack({
+    configOverrides: { claimTimeoutSeconds: 600 },
+    inProcessBridge: !separateProcesses,
+    inProcessWorker: !separateProcesses,
+  });
+  const processes: TgsProcess[] = [];
+  if (separateProcesses) {
+    const rootUrl = await startProcesses(stack, processes);
+    // Everything below talks to the API process; the stack's own API stays idle.
+    stack.api.rootUrl = rootUrl;
+    stack.root = new ApiClient(rootUrl, stack.api.root);
+  }
+  const results: Record<string, unknown> = {
+    machine: await machine(stack),
+    quick,
+    processes: separateProcesses ? 'api, bridge, scheduler-worker as tgs processes; relay and the fast worker in the bench process' : 'single',
+    date: new Date().toISOString(),
+  };
   try {
     if (only.has('hop')) {
       log(`hop: chain of ${sizes.chain}`);
@@ -215,7 +288,13 @@ async function main() {
       const history = await historyStats(stack, run.id);
       results.scale = {
         tasks, edges, submit_s: Math.round(run.submitS * 10) / 10, finish_s: Math.round(run.finishS * 10) / 10,
-        max_rss_mb: { 'tgs (api+relay+bridge+worker in one process)': rssMb(process.pid), 'temporal dev server': rssMb(stack.temporal.process.pid as number) },
+        max_rss_mb: separateProcesses
+          ? {
+              ...Object.fromEntries(processes.map((p) => [`tgs ${p.name}`, rssMb(p.child.pid as number)])),
+              'bench (relay + fast worker)': rssMb(process.pid),
+              'temporal dev server': rssMb(stack.temporal.process.pid as number),
+            }
+          : { 'tgs (api+relay+bridge+worker in one process)': rssMb(process.pid), 'temporal dev server': rssMb(stack.temporal.process.pid as number) },
         continue_as_new: history.continueAsNew, max_history_events: history.maxEvents, max_history_bytes: history.maxBytes,
       };
     }
@@ -224,6 +303,7 @@ async function main() {
       results.queue = await runQueueBench({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, tasks: sizes.queueTasks, claimers: 16 });
     }
   } finally {
+    await stopProcesses(processes);
     await stack.stop();
   }
   mkdirSync('bench/results', { recursive: true });
