@@ -4,7 +4,6 @@ import { TgsError } from '../errors.js';
 import { enqueueMessages, type OutboxMessage } from '../exchanges/outbox.js';
 import { resolutionMessage, taskMessage } from './messages.js';
 import { notifyPending } from './notify.js';
-import { resolveTaskGroupsIfDone } from './taskGroups.js';
 import { addPendingRun, loadTasks, resolveLatestRun, saveTasks, taskStatus, type TaskRow, type TaskStatus } from './taskRow.js';
 
 export const EXCEPTION_REASONS = ['worker-shutdown', 'malformed-payload', 'resource-unavailable', 'internal-error', 'intermittent-task'] as const;
@@ -46,8 +45,8 @@ export async function resolveRun(
   }
   await saveTasks(db, [row]);
   await enqueueMessages(db, messages);
+  // The group's task-group-resolved check runs after the commit: see announceGroupIfResolved.
   if (row.state === 'pending') await notifyPending(db, [`${row.provisioner_id}/${row.worker_type}`]);
-  else await resolveTaskGroupsIfDone(db, config, [row.task_group_id]);
   return taskStatus(row);
 }
 

@@ -1,5 +1,6 @@
+import type pg from 'pg';
 import type { Config } from '../config.js';
-import type { Queryable } from '../db/pool.js';
+import { withTransaction, type Queryable } from '../db/pool.js';
 import { enqueueMessages } from '../exchanges/outbox.js';
 import { queueExchangeName } from '../exchanges/exchanges.js';
 
@@ -9,12 +10,18 @@ import { queueExchangeName } from '../exchanges/exchanges.js';
  */
 export async function resolveTaskGroupsIfDone(db: Queryable, config: Config, taskGroupIds: string[]): Promise<void> {
   if (taskGroupIds.length === 0) return;
+  const ids = [...new Set(taskGroupIds)].sort();
+  // Two transactions resolving a group's last two tasks would each see the other's task as unresolved and
+  // neither would announce the group. Locking the group rows first serializes them: the later one's next
+  // statement takes a fresh snapshot (READ COMMITTED) that includes the earlier one's commit.
+  // Lock order everywhere: task rows, then group rows by id.
+  await db.query('SELECT 1 FROM task_groups WHERE task_group_id = ANY($1) ORDER BY task_group_id FOR UPDATE', [ids]);
   const { rows } = await db.query<{ task_group_id: string; scheduler_id: string }>(
     `UPDATE task_groups g SET resolved_at = now()
      WHERE g.task_group_id = ANY($1) AND g.resolved_at IS NULL
        AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_group_id = g.task_group_id AND t.state IN ('unscheduled', 'pending', 'running'))
      RETURNING g.task_group_id, g.scheduler_id`,
-    [[...new Set(taskGroupIds)]],
+    [ids],
   );
   await enqueueMessages(
     db,
@@ -24,4 +31,30 @@ export async function resolveTaskGroupsIfDone(db: Queryable, config: Config, tas
       payload: { taskGroupId: g.task_group_id, schedulerId: g.scheduler_id },
     })),
   );
+}
+
+const UNANNOUNCED_AND_DONE = `g.resolved_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_group_id = g.task_group_id AND t.state IN ('unscheduled', 'pending', 'running'))`;
+
+/**
+ * After a report committed: announce its group if that was the group's last unresolved task. Done after
+ * the commit, not inside it, because the group-row lock serialized every report of a big graph's single
+ * group. Two reports committing at once can each still see the other's task unresolved; the sweep
+ * (announceResolvedGroups) catches that within one sweep interval, so no announcement is lost.
+ */
+export async function announceGroupIfResolved(pool: pg.Pool, config: Config, taskGroupId: string): Promise<void> {
+  const { rowCount } = await pool.query(`SELECT 1 FROM task_groups g WHERE g.task_group_id = $1 AND ${UNANNOUNCED_AND_DONE}`, [taskGroupId]);
+  if (!rowCount) return;
+  await withTransaction(pool, (client) => resolveTaskGroupsIfDone(client, config, [taskGroupId]));
+}
+
+/** Backstop sweep: every resolved group not announced yet (a crash between commit and check, or a race). */
+export async function announceResolvedGroups(pool: pg.Pool, config: Config, limit = 500): Promise<number> {
+  const { rows } = await pool.query<{ task_group_id: string }>(
+    `SELECT g.task_group_id FROM task_groups g WHERE ${UNANNOUNCED_AND_DONE} LIMIT $1`,
+    [limit],
+  );
+  if (rows.length === 0) return 0;
+  await withTransaction(pool, (client) => resolveTaskGroupsIfDone(client, config, rows.map((r) => r.task_group_id)));
+  return rows.length;
 }

@@ -1,0 +1,21 @@
+/** When the taskGraph workflow continues as new (pure: unit-tested, safe in workflow code). */
+
+// Far below the server's 50 MB hard limit, whatever the suggestion says.
+const MAX_HISTORY_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Honour the server's continue-as-new suggestion only once this run did more work than loading took:
+ * otherwise a graph whose structure alone exceeds the size threshold would continue-as-new forever
+ * without dispatching anything (seen with 100,000 tasks: ~7 MB of history after loading).
+ */
+export function shouldContinueAsNew(
+  info: { historyLength: number; historySize: number; continueAsNewSuggested: boolean },
+  loadedAt: { events: number; bytes: number },
+  maxHistoryEvents: number,
+): boolean {
+  if (info.historyLength > maxHistoryEvents || info.historySize > MAX_HISTORY_BYTES) return true;
+  if (!info.continueAsNewSuggested) return false;
+  const workEvents = info.historyLength - loadedAt.events;
+  const workBytes = info.historySize - loadedAt.bytes;
+  return workEvents > loadedAt.events && workBytes > loadedAt.bytes / 4;
+}
