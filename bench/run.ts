@@ -23,7 +23,7 @@ const onlyArg = args.find((a) => a.startsWith('--only='))?.slice(7);
 const only = new Set((onlyArg ?? 'hop,throughput,scale,queue').split(','));
 const sizes = quick
   ? { chain: 20, floorHops: 20, throughput: 500, layers: 10, width: 100, fanIn: 3, queueTasks: 300 }
-  : { chain: 200, floorHops: 200, throughput: 10_000, layers: 100, width: 1000, fanIn: 3, queueTasks: 5000 };
+  : { chain: 200, floorHops: 200, throughput: 10_000, layers: 100, width: 1000, fanIn: 4, queueTasks: 5000 };
 // --layers=N --width=M override the scale scenario's size (e.g. a 20,000-task run when 100,000 takes too long)
 for (const key of ['layers', 'width'] as const) {
   const value = args.find((a) => a.startsWith(`--${key}=`))?.split('=')[1];

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { Config } from '../config.js';
 import { withTransaction } from '../db/pool.js';
 import { applyChange } from './applyChange.js';
+import { announceResolvedGroups } from './taskGroups.js';
 import { resolutionMessage, taskMessage } from './messages.js';
 import { addPendingRun, isResolvedState, resolveLatestRun } from './taskRow.js';
 import type { OutboxMessage } from '../exchanges/outbox.js';
@@ -76,6 +77,7 @@ export function startSweeps(pool: pg.Pool, config: Config, log: (line: string) =
       ['claim expiry', () => expireClaims(pool, config)],
       ['deadlines', () => resolveDeadlines(pool, config)],
       ['expiry', () => deleteExpired(pool)],
+      ['task-group-resolved', () => announceResolvedGroups(pool, config)],
     ] as const) {
       try {
         // drain: a full batch means there may be more
