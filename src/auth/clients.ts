@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../db/pool.js';
 import { ROOT_CLIENT_ID } from '../config.js';
+import { TgsError } from '../errors.js';
 import type { ClientRecord, ClientStore } from './authenticate.js';
 
 /** The queue signs workers' per-run temporary credentials with this client's token. */
@@ -24,9 +25,14 @@ const toRecord = (row: ClientRow): ClientRecord => ({
   expires: row.expires,
 });
 
-/** Clients in Postgres, plus the root client from TGS_ROOT_ACCESS_TOKEN (never stored). */
+/**
+ * Clients in Postgres, plus the root client from TGS_ROOT_ACCESS_TOKEN (never stored). Every other client is
+ * read from Postgres on each request, so a deleted client or a reset token stops working at once, in every
+ * API process.
+ */
 export function createClientStore(db: Queryable, rootAccessToken: string): ClientStore {
-  // The issuer signs every worker's per-run credentials and never changes: one lookup, not one per request.
+  // The issuer signs every worker's per-run credentials and never changes (the auth API refuses to touch
+  // `static/` clients): one lookup, not one per request.
   let issuer: ClientRecord | undefined;
   return {
     async get(clientId) {
@@ -58,4 +64,139 @@ export async function ensureIssuerClient(db: Queryable): Promise<ClientRecord> {
     [ISSUER_CLIENT_ID],
   );
   return toRecord(rows[0]);
+}
+
+/** `static/` clients are configured by the deployment (root, issuer); the auth API never changes them. */
+export const isStaticClientId = (clientId: string) => clientId.startsWith('static/');
+
+/** A client as the auth API shows it (Taskcluster's get-client-response, without the access token). */
+export interface ClientInfo {
+  clientId: string;
+  description: string;
+  expires: string;
+  created: string;
+  lastModified: string;
+  lastDateUsed: string;
+  lastRotated: string;
+  deleteOnExpiration: boolean;
+  scopes: string[];
+  expandedScopes: string[];
+  disabled: boolean;
+}
+
+export interface ClientSettings {
+  description: string;
+  expires: string;
+  scopes: string[];
+  deleteOnExpiration: boolean;
+}
+
+interface FullClientRow extends ClientRow {
+  description: string;
+  created: Date;
+  last_modified: Date;
+  last_rotated: Date;
+  last_date_used: Date | null;
+  delete_on_expiration: boolean;
+}
+
+const FULL_COLUMNS =
+  'client_id, access_token, scopes, expires, description, created, last_modified, last_rotated, last_date_used, delete_on_expiration';
+
+function toInfo(row: FullClientRow): ClientInfo {
+  return {
+    clientId: row.client_id,
+    description: row.description,
+    expires: row.expires.toISOString(),
+    created: row.created.toISOString(),
+    lastModified: row.last_modified.toISOString(),
+    // Taskcluster starts lastDateUsed at the creation time.
+    lastDateUsed: (row.last_date_used ?? row.created).toISOString(),
+    lastRotated: row.last_rotated.toISOString(),
+    deleteOnExpiration: row.delete_on_expiration,
+    scopes: row.scopes,
+    // tgs has no roles, so a client's scopes expand to themselves.
+    expandedScopes: row.scopes,
+    // tgs never disables clients (Taskcluster's identity providers do).
+    disabled: false,
+  };
+}
+
+export async function getClient(db: Queryable, clientId: string): Promise<ClientInfo | undefined> {
+  const { rows } = await db.query<FullClientRow>(`SELECT ${FULL_COLUMNS} FROM clients WHERE client_id = $1`, [clientId]);
+  return rows[0] ? toInfo(rows[0]) : undefined;
+}
+
+function sameScopes(a: string[], b: string[]): boolean {
+  const x = [...a].sort();
+  const y = [...b].sort();
+  return x.length === y.length && x.every((s, i) => s === y[i]);
+}
+
+/**
+ * Creates a client. Repeating the same request (same description, expires, scopes, deleteOnExpiration)
+ * answers with the existing client, so a retry after a lost response works; different settings → 409.
+ */
+export async function createClient(db: Queryable, clientId: string, settings: ClientSettings): Promise<ClientInfo & { accessToken: string }> {
+  const { rows } = await db.query<FullClientRow>(
+    `INSERT INTO clients (client_id, access_token, scopes, description, expires, delete_on_expiration)
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (client_id) DO NOTHING RETURNING ${FULL_COLUMNS}`,
+    [clientId, generateAccessToken(), settings.scopes, settings.description, settings.expires, settings.deleteOnExpiration],
+  );
+  let row = rows[0];
+  if (!row) {
+    const existing = await db.query<FullClientRow>(`SELECT ${FULL_COLUMNS} FROM clients WHERE client_id = $1`, [clientId]);
+    row = existing.rows[0];
+    const same =
+      row &&
+      row.description === settings.description &&
+      row.expires.getTime() === new Date(settings.expires).getTime() &&
+      row.delete_on_expiration === settings.deleteOnExpiration &&
+      sameScopes(row.scopes, settings.scopes);
+    if (!same) throw new TgsError('RequestConflict', `client ${clientId} already exists with different settings; use updateClient to change it`);
+  }
+  return { ...toInfo(row), accessToken: row.access_token };
+}
+
+/** Replaces description, expires, deleteOnExpiration and (when given) scopes. */
+export async function updateClient(
+  db: Queryable,
+  clientId: string,
+  settings: Omit<ClientSettings, 'scopes'> & { scopes?: string[] },
+): Promise<ClientInfo | undefined> {
+  const { rows } = await db.query<FullClientRow>(
+    `UPDATE clients SET description = $2, expires = $3, delete_on_expiration = $4, scopes = coalesce($5, scopes), last_modified = now()
+     WHERE client_id = $1 RETURNING ${FULL_COLUMNS}`,
+    [clientId, settings.description, settings.expires, settings.deleteOnExpiration, settings.scopes ?? null],
+  );
+  return rows[0] ? toInfo(rows[0]) : undefined;
+}
+
+export async function resetAccessToken(db: Queryable, clientId: string): Promise<(ClientInfo & { accessToken: string }) | undefined> {
+  const { rows } = await db.query<FullClientRow>(
+    `UPDATE clients SET access_token = $2, last_rotated = now(), last_modified = now() WHERE client_id = $1 RETURNING ${FULL_COLUMNS}`,
+    [clientId, generateAccessToken()],
+  );
+  return rows[0] ? { ...toInfo(rows[0]), accessToken: rows[0].access_token } : undefined;
+}
+
+/** Deletes a client; false when there was none. */
+export async function deleteClient(db: Queryable, clientId: string): Promise<boolean> {
+  const { rowCount } = await db.query('DELETE FROM clients WHERE client_id = $1', [clientId]);
+  return (rowCount ?? 0) > 0;
+}
+
+/** One page of clients in clientId order, after `after`, optionally only those starting with `prefix`. */
+export async function listClients(db: Queryable, options: { prefix?: string; after?: string; limit: number }): Promise<ClientInfo[]> {
+  const { rows } = await db.query<FullClientRow>(
+    `SELECT ${FULL_COLUMNS} FROM clients WHERE client_id > $1 AND starts_with(client_id, $2) ORDER BY client_id LIMIT $3`,
+    [options.after ?? '', options.prefix ?? '', options.limit],
+  );
+  return rows.map(toInfo);
+}
+
+/** Removes expired clients that were created with deleteOnExpiration (Taskcluster's expire-clients job). */
+export async function deleteExpiredClients(db: Queryable): Promise<number> {
+  const { rowCount } = await db.query('DELETE FROM clients WHERE delete_on_expiration AND expires < now()');
+  return rowCount ?? 0;
 }

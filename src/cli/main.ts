@@ -5,6 +5,7 @@ import { registerSchedulerWorkerCommand } from './commands/schedulerWorker.js';
 import { registerBridgeCommand } from './commands/bridge.js';
 import { registerDevCommand } from './commands/dev.js';
 import { registerRelayCommand } from './commands/relay.js';
+import { registerClientCommand } from './commands/client.js';
 
 /** `tgs <command>`: every command registers itself from src/cli/commands/<command>.ts. */
 export async function main(argv: string[]): Promise<void> {
@@ -17,6 +18,7 @@ export async function main(argv: string[]): Promise<void> {
   registerBridgeCommand(program);
   registerDevCommand(program);
   registerRelayCommand(program);
+  registerClientCommand(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {

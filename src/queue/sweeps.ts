@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import { withTransaction } from '../db/pool.js';
 import { applyChange } from './applyChange.js';
 import { announceResolvedGroups } from './taskGroups.js';
+import { deleteExpiredClients } from '../auth/clients.js';
 import { resolutionMessage, taskMessage } from './messages.js';
 import { addPendingRun, isResolvedState, resolveLatestRun } from './taskRow.js';
 import type { OutboxMessage } from '../exchanges/outbox.js';
@@ -78,6 +79,7 @@ export function startSweeps(pool: pg.Pool, config: Config, log: (line: string) =
       ['deadlines', () => resolveDeadlines(pool, config)],
       ['expiry', () => deleteExpired(pool)],
       ['task-group-resolved', () => announceResolvedGroups(pool, config)],
+      ['client expiry', () => deleteExpiredClients(pool)],
     ] as const) {
       try {
         // drain: a full batch means there may be more

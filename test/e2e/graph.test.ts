@@ -186,7 +186,7 @@ test('a task rerun more often than the queue allows blocks the graph at 50 runs 
     stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/rerun/hopeless`, {}),
     (err: Error & { status?: number }) => err.status === 409 && /50 runs/.test(err.message),
   );
-  await stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/cancel`, {});
+  await stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/cancel`);
 });
 
 test('a 10,000-task graph (1 → 9,998 → 1) finishes', async () => {

@@ -81,13 +81,16 @@ export const cancelTaskGroup = declare({
   service: 'queue',
   name: 'cancelTaskGroup',
   title: 'Cancel Task Group',
-  description: 'Cancel every unresolved task of the group (they resolve as exception/canceled).',
+  description:
+    'Cancel every unresolved task of the group (they resolve as exception/canceled). As in Taskcluster, only a ' +
+    'sealed group can be canceled (409 otherwise), so no task can join it afterwards.',
   method: 'post',
   route: '/task-group/<taskGroupId>/cancel',
   params: { taskGroupId: SLUGID },
   scopes: 'queue:cancel-task-group:<schedulerId>/<taskGroupId>',
   async handler({ params, deps, authorize }) {
     const g = await group(deps.pool, params.taskGroupId);
+    if (!g.sealed) throw new TgsError('RequestConflict', `task group ${params.taskGroupId} is not sealed: seal it (sealTaskGroup) before canceling it`);
     authorize({ schedulerId: g.scheduler_id });
     const { rows } = await deps.pool.query<{ task_id: string }>(
       `SELECT task_id FROM tasks WHERE task_group_id = $1 AND state IN ('unscheduled', 'pending', 'running')`,
@@ -97,7 +100,9 @@ export const cancelTaskGroup = declare({
     for (let i = 0; i < ids.length; i += 2000) {
       await withTransaction(deps.pool, (client) => cancelTasks(client, deps.config, ids.slice(i, i + 2000)));
     }
-    return { ...groupInfo(g), cancelledCount: ids.length, taskGroupSize: ids.length };
+    const size = await deps.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM tasks WHERE task_group_id = $1', [params.taskGroupId]);
+    // Taskcluster's cancel-task-group-response
+    return { taskGroupId: params.taskGroupId, taskGroupSize: size.rows[0].n, cancelledCount: ids.length, taskIds: ids };
   },
 });
 
