@@ -16,6 +16,7 @@ import { bundlerOptions } from '../src/temporal/workflowBundle.js';
 import { createFloorActivities } from './floor/activities.js';
 import { percentile } from './stats.js';
 import { runQueueBench } from './queue.js';
+import { renderMarkdown } from './report.js';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -310,7 +311,9 @@ async function main() {
   const json = JSON.stringify(results, null, 2);
   writeFileSync('bench/results/latest.json', json);
   writeFileSync(`bench/results/${new Date().toISOString().replace(/[:.]/g, '-')}${quick ? '-quick' : ''}.json`, json);
+  writeFileSync('bench/results/latest.md', `${renderMarkdown(results)}\n`);
   console.log(json);
+  console.log(`\n${renderMarkdown(results)}`);
 }
 
 main().then(

@@ -1,0 +1,47 @@
+/** Renders a bench result (bench/results/*.json) as the markdown table docs/benchmarks.md holds. */
+type Results = Record<string, any>;
+
+const fmt = (v: unknown, unit = '') => (v === undefined || v === null || Number.isNaN(v) ? '—' : `${v}${unit}`);
+
+export function renderMarkdown(r: Results): string {
+  const m = r.machine ?? {};
+  const lines = [
+    `Machine: ${m.cpus} × ${m.cpuModel ?? 'CPU'}, ${m.memGiB} GiB RAM; Node ${m.node}; ${m.temporal}; PostgreSQL ${m.postgres}; RabbitMQ ${m.rabbitmq}.`,
+    `Run ${r.date}${r.quick ? ' (--quick sizes)' : ''}; processes: ${r.processes ?? 'single'}.`,
+    '',
+    '| scenario | figure | tgs | compared with | goal |',
+    '|---|---|---|---|---|',
+  ];
+  if (r.hop) {
+    const h = r.hop;
+    lines.push(
+      `| hop (chain of tasks) | p50 / p95 / p99 | ${fmt(h.p50_ms, ' ms')} / ${fmt(h.p95_ms, ' ms')} / ${fmt(h.p99_ms, ' ms')} | floor: signal → activity → UPDATE p50 ${fmt(h.floor_p50_ms, ' ms')}, p99 ${fmt(h.floor_p99_ms, ' ms')} (local activity p50 ${fmt(h.floor_local_p50_ms, ' ms')}); queue floor scheduleTask → claimed p50 ${fmt(h.queue_floor_p50_ms, ' ms')} | p50 ≤ 50 ms, p99 ≤ 250 ms, p50 ≤ 2× floor (${h.floor_p50_ms ? (h.p50_ms / h.floor_p50_ms).toFixed(1) : '—'}×) |`,
+    );
+  }
+  if (r.throughput) {
+    const t = r.throughput;
+    lines.push(`| throughput (1 → ${t.tasks - 2} → 1) | submit → finished | ${fmt(t.seconds, ' s')}, ${fmt(t.tasks_per_s)} tasks/s | | ≥ 1,000 tasks/s |`);
+  }
+  if (r.scale) {
+    const s = r.scale;
+    const rss = Object.entries(s.max_rss_mb ?? {}).map(([k, v]) => `${k} ${v} MB`).join(', ');
+    lines.push(
+      `| scale (${s.tasks} tasks, ${s.edges} edges) | submit / finish | ${fmt(s.submit_s, ' s')} / ${fmt(s.finish_s, ' s')} | | submit < 30 s, finishes |`,
+      `| | peak RSS per process | ${rss} | | each < 1 GiB |`,
+      `| | continue-as-new, largest run history | ${fmt(s.continue_as_new)} runs continued; ${fmt(s.max_history_events)} events, ${s.max_history_bytes ? (s.max_history_bytes / 2 ** 20).toFixed(1) : '—'} MB | Temporal: 50k events / 50 MB hard limit | |`,
+    );
+  }
+  if (r.queue) {
+    const q = r.queue;
+    lines.push(
+      `| queue | enqueue → claim p50 / p99 | ${fmt(q.claim_p50_ms, ' ms')} / ${fmt(q.claim_p99_ms, ' ms')} | Taskcluster workers sleep 1 s between empty polls | p50 ≤ 10 ms |`,
+      `| | claim + complete, 16 claimers | ${fmt(q.claim_complete_per_s)} tasks/s | | ≥ 2,000 tasks/s |`,
+    );
+  }
+  if (r.ui) {
+    for (const row of r.ui.sizes ?? []) {
+      lines.push(`| ui (${row.tasks} tasks) | layout / first draw | ${fmt(row.layout_ms, ' ms')} / ${fmt(row.first_draw_ms, ' ms')} | | usable < 3 s at 30k |`);
+    }
+  }
+  return lines.join('\n');
+}
