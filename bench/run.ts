@@ -67,10 +67,19 @@ async function machine(stack: Stack) {
 async function hopScenario(stack: Stack) {
   const claimedAt = new Map<string, number>();
   const reportedAt = new Map<string, number>();
+  // wall-clock copies, to split each hop at the moment Temporal recorded the resolutions signal
+  const claimedWall = new Map<string, number>();
+  const reportedWall = new Map<string, number>();
   const worker = startFastWorker({
     rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'chain', concurrency: 2,
-    onClaim: (t) => claimedAt.set(t.taskId, performance.now()),
-    onReport: (t) => reportedAt.set(t.taskId, performance.now()),
+    onClaim: (t) => {
+      claimedAt.set(t.taskId, performance.now());
+      claimedWall.set(t.taskId, Date.now());
+    },
+    onReport: (t) => {
+      reportedAt.set(t.taskId, performance.now());
+      reportedWall.set(t.taskId, Date.now());
+    },
   });
   const labels = Array.from({ length: sizes.chain }, (_, i) => `c${i}`);
   const graph = graphOf(Object.fromEntries(labels.map((l, i) => [l, { requires: i ? [labels[i - 1]] : [] }])), 'bench');
@@ -84,7 +93,40 @@ async function hopScenario(stack: Stack) {
   for (let i = 1; i < labels.length; i++) {
     hops.push((claimedAt.get(ids.get(labels[i]) as string) as number) - (reportedAt.get(ids.get(labels[i - 1]) as string) as number));
   }
-  return { hops };
+  // Where a hop's time goes: report → signal recorded (outbox, relay, RabbitMQ, bridge) and
+  // signal → next claimed (workflow task, dispatch local activity, NOTIFY, claim).
+  const signaledAt = await resolutionSignalTimes(stack, id);
+  const toSignal: number[] = [];
+  const fromSignal: number[] = [];
+  for (let i = 1; i < labels.length; i++) {
+    const a = ids.get(labels[i - 1]) as string;
+    const b = ids.get(labels[i]) as string;
+    const signal = signaledAt.get(a);
+    if (signal === undefined) continue;
+    toSignal.push(signal - (reportedWall.get(a) as number));
+    fromSignal.push((claimedWall.get(b) as number) - signal);
+  }
+  return { hops, toSignal, fromSignal };
+}
+
+/** When Temporal recorded each task's first resolutions signal, from the graph's workflow histories. */
+async function resolutionSignalTimes(stack: Stack, taskGraphId: string): Promise<Map<string, number>> {
+  const times = new Map<string, number>();
+  const workflowId = `task-graph/${taskGraphId}`;
+  for await (const execution of stack.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+    const history = await stack.client.workflow.getHandle(workflowId, execution.runId).fetchHistory();
+    for (const event of history.events ?? []) {
+      const attrs = event.workflowExecutionSignaledEventAttributes;
+      if (!attrs || attrs.signalName !== 'resolutions' || !event.eventTime) continue;
+      const at = Number(event.eventTime.seconds) * 1000 + Math.floor((event.eventTime.nanos ?? 0) / 1e6);
+      const payload = attrs.input?.payloads?.[0]?.data;
+      if (!payload) continue;
+      for (const r of JSON.parse(Buffer.from(payload).toString()) as { taskId: string }[]) {
+        if (!times.has(r.taskId)) times.set(r.taskId, at);
+      }
+    }
+  }
+  return times;
 }
 
 /** The same hop done bare: signal → workflow → one activity → one Postgres UPDATE. */
@@ -249,7 +291,7 @@ async function main() {
   try {
     if (only.has('hop')) {
       log(`hop: chain of ${sizes.chain}`);
-      const { hops } = await hopScenario(stack);
+      const { hops, toSignal, fromSignal } = await hopScenario(stack);
       log('hop: floor (bare signal → activity → UPDATE)');
       const floor = await floorScenario(stack, 'regular');
       const floorLocal = await floorScenario(stack, 'local');
@@ -260,6 +302,8 @@ async function main() {
         floor_p50_ms: percentile(floor, 50), floor_p99_ms: percentile(floor, 99),
         floor_local_p50_ms: percentile(floorLocal, 50), floor_local_p99_ms: percentile(floorLocal, 99),
         queue_floor_p50_ms: percentile(qf, 50), queue_floor_p99_ms: percentile(qf, 99),
+        // the hop split at the resolutions signal (wall clock; same machine)
+        report_to_signal_p50_ms: percentile(toSignal, 50), signal_to_claim_p50_ms: percentile(fromSignal, 50),
       };
     }
     if (only.has('throughput')) {
