@@ -6,7 +6,7 @@ import { PRIORITIES } from './createTaskScopes.js';
 import type { TaskDefinition } from './definition.js';
 import { taskMessage } from './messages.js';
 import { notifyPending } from './notify.js';
-import { loadTasks, taskStatus, TASK_COLUMNS, type TaskRow, type TaskStatus } from './taskRow.js';
+import { taskStatus, TASK_COLUMNS, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
 
 /** highest = 7 … lowest = 1; `normal` is lowest (seed 001). */
 export function priorityRank(priority: string): number {
@@ -17,6 +17,33 @@ export function priorityRank(priority: string): number {
 // Rows per INSERT: 2,000 task definitions of ~1 KB stay well under Postgres' parameter and memory limits,
 // and make 100,000 tasks ~50 statements instead of 100,000.
 const CHUNK = 2000;
+
+const initialRuns = (pending: boolean, now: Date): Run[] =>
+  pending ? [{ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: now.toISOString() }] : [];
+
+/** The TaskRow a new task is stored as (TASK_COLUMNS' shape), for its messages and status. */
+function freshRow(taskId: string, d: TaskDefinition, scheduleIndependent: boolean, now: Date): TaskRow {
+  const pending = scheduleIndependent && d.dependencies.length === 0;
+  return {
+    task_id: taskId,
+    task_group_id: d.taskGroupId,
+    scheduler_id: d.schedulerId,
+    provisioner_id: d.provisionerId,
+    worker_type: d.workerType,
+    priority: d.priority,
+    retries: d.retries,
+    retries_left: d.retries,
+    deadline: new Date(d.deadline),
+    expires: new Date(d.expires),
+    state: pending ? 'pending' : 'unscheduled',
+    runs: initialRuns(pending, now),
+    taken_until: null,
+    routing: (d as { routing?: string }).routing ?? null,
+    routes: d.routes ?? [],
+    tags: (d.tags as Record<string, string> | undefined) ?? {},
+    project_id: (d as { projectId?: string }).projectId ?? 'none',
+  };
+}
 
 /**
  * Creates tasks in the caller's transaction. Idempotent per task: the same definition again returns the
@@ -34,22 +61,27 @@ export async function createTasks(
   const ids = tasks.map((t) => t.taskId);
   const now = new Date();
 
-  // Existing tasks: identical → fine, different → conflict.
+  // Existing tasks: identical → fine, different → conflict. Ids first: a new graph's fresh slugids then
+  // cost one index probe each instead of shipping every definition to Postgres for comparison.
   const existing = new Set<string>();
-  for (let i = 0; i < tasks.length; i += CHUNK) {
-    const chunk = tasks.slice(i, i + CHUNK);
-    const { rows } = await client.query<{ task_id: string; same: boolean }>(
-      `SELECT t.task_id, t.definition = v.definition AS same
-       FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, definition jsonb) JOIN tasks t USING (task_id)`,
-      [JSON.stringify(chunk.map((t) => ({ task_id: t.taskId, definition: t.definition })))],
-    );
-    const different = rows.filter((r) => !r.same).map((r) => r.task_id);
-    if (different.length > 0) {
-      throw new TgsError('RequestConflict', `task ${different.slice(0, 10).join(', ')} already exists with a different definition`);
-    }
+  for (let i = 0; i < ids.length; i += CHUNK) {
+    const { rows } = await client.query<{ task_id: string }>('SELECT task_id FROM tasks WHERE task_id = ANY($1)', [ids.slice(i, i + CHUNK)]);
     rows.forEach((r) => existing.add(r.task_id));
   }
+  const repeated = tasks.filter((t) => existing.has(t.taskId));
+  for (let i = 0; i < repeated.length; i += CHUNK) {
+    const chunk = repeated.slice(i, i + CHUNK);
+    const { rows } = await client.query<{ task_id: string }>(
+      `SELECT t.task_id FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, definition jsonb) JOIN tasks t USING (task_id)
+       WHERE t.definition <> v.definition`,
+      [JSON.stringify(chunk.map((t) => ({ task_id: t.taskId, definition: t.definition })))],
+    );
+    if (rows.length > 0) {
+      throw new TgsError('RequestConflict', `task ${rows.slice(0, 10).map((r) => r.task_id).join(', ')} already exists with a different definition`);
+    }
+  }
   const fresh = tasks.filter((t) => !existing.has(t.taskId));
+  const created = new Map<string, TaskRow>();
   if (fresh.length > 0) {
     // Groups: one schedulerId per group, sealed groups take no new tasks, expires grows to the latest task.
     const groups = new Map<string, { schedulerId: string; expires: string }>();
@@ -100,7 +132,7 @@ export async function createTasks(
           expires: t.definition.expires,
           definition: t.definition,
           state: pending ? 'pending' : 'unscheduled',
-          runs: pending ? [{ runId: 0, state: 'pending', reasonCreated: 'scheduled', scheduled: now.toISOString() }] : [],
+          runs: initialRuns(pending, now),
           pending_since: pending ? now.toISOString() : null,
         };
       });
@@ -114,26 +146,35 @@ export async function createTasks(
               deadline timestamptz, expires timestamptz, definition jsonb, state text, runs jsonb, pending_since timestamptz)`,
         [JSON.stringify(chunk)],
       );
-      const edges = fresh.slice(i, i + CHUNK).flatMap((t) => t.definition.dependencies.map((d) => [d, t.taskId]));
-      if (edges.length > 0) {
+      const required: string[] = [];
+      const dependent: string[] = [];
+      for (const t of fresh.slice(i, i + CHUNK)) {
+        for (const d of t.definition.dependencies) {
+          required.push(d);
+          dependent.push(t.taskId);
+        }
+      }
+      if (required.length > 0) {
+        // Two text[] parameters parse far faster than a jsonb array of pairs: 400,000 edges took 3.6 s that way.
         await client.query(
           `INSERT INTO task_dependencies (required_task_id, dependent_task_id)
-           SELECT e->>0, e->>1 FROM jsonb_array_elements($1::jsonb) AS e ON CONFLICT DO NOTHING`,
-          [JSON.stringify(edges)],
+           SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`,
+          [required, dependent],
         );
       }
     }
-    const freshIds = fresh.map((t) => t.taskId);
-    const rows: TaskRow[] = [];
-    for (let i = 0; i < freshIds.length; i += CHUNK) rows.push(...(await loadTasks(client, freshIds.slice(i, i + CHUNK))));
+    // The rows just inserted, built in memory rather than read back (100,000 tasks: ~40 MB less traffic).
+    const rows = fresh.map((t) => freshRow(t.taskId, t.definition, scheduleIndependent, now));
+    rows.forEach((r) => created.set(r.task_id, r));
     const messages = rows.map((r) => taskMessage(config, 'task-defined', r));
     for (const r of rows) if (r.state === 'pending') messages.push(taskMessage(config, 'task-pending', r, 0));
     for (let i = 0; i < messages.length; i += CHUNK) await enqueueMessages(client, messages.slice(i, i + CHUNK));
     await notifyPending(client, rows.filter((r) => r.state === 'pending').map((r) => `${r.provisioner_id}/${r.worker_type}`));
   }
-  const byId = new Map<string, TaskRow>();
-  for (let i = 0; i < ids.length; i += CHUNK) {
-    const { rows } = await client.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = ANY($1)`, [ids.slice(i, i + CHUNK)]);
+  const byId = created;
+  const stored = [...existing];
+  for (let i = 0; i < stored.length; i += CHUNK) {
+    const { rows } = await client.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = ANY($1)`, [stored.slice(i, i + CHUNK)]);
     rows.forEach((r) => byId.set(r.task_id, r));
   }
   return ids.map((id) => taskStatus(byId.get(id) as TaskRow));
