@@ -222,7 +222,8 @@ interface TgsProcess {
 
 function spawnTgs(stack: Stack, command: string, env: Record<string, string> = {}): TgsProcess {
   const c = stack.config;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', command], {
+  const profile = process.env.TGS_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.TGS_BENCH_PROFILE] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/cli/entry.ts', command], {
     env: {
       ...process.env,
       DATABASE_URL: c.databaseUrl,

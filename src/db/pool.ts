@@ -14,18 +14,46 @@ export function createPool(databaseUrl: string, max = 10): pg.Pool {
   return pool;
 }
 
-/** Runs fn in a transaction; commits on success, rolls back and rethrows on error. */
+const PENDING_NOTIFICATIONS = Symbol('pendingNotifications');
+type NotifyingClient = pg.PoolClient & { [PENDING_NOTIFICATIONS]?: Set<string> };
+
+const quote = (value: string) => `'${value.replace(/'/g, "''")}'`;
+
+/**
+ * pg_notify for after the surrounding transaction commits. A NOTIFY inside a transaction holds Postgres'
+ * global notify lock from commit start through the WAL flush, so every notifying transaction commits one
+ * at a time (seen here: 16 claimers queued on `Lock:object` at COMMIT). Sent right after COMMIT instead,
+ * it costs no extra round trip. A notification lost to a crash in between is covered by the listeners'
+ * polling backstops (relay 1 s, claimWork 1 s). Outside a transaction it is sent at once.
+ */
+export async function notifyAfterCommit(db: Queryable, channel: string, payloads: Iterable<string>): Promise<void> {
+  const pending = (db as NotifyingClient)[PENDING_NOTIFICATIONS];
+  const statements = [...new Set(payloads)].map((p) => `SELECT pg_notify(${quote(channel)}, ${quote(p)})`);
+  if (statements.length === 0) return;
+  if (pending) {
+    for (const statement of statements) pending.add(statement);
+    return;
+  }
+  await db.query(statements.join('; '));
+}
+
+/** Runs fn in a transaction; commits on success (then sends its notifications), rolls back and rethrows on error. */
 export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  const client = (await pool.connect()) as NotifyingClient;
+  const pending = new Set<string>();
+  client[PENDING_NOTIFICATIONS] = pending;
   try {
     await client.query('BEGIN');
     const result = await fn(client);
-    await client.query('COMMIT');
+    delete client[PENDING_NOTIFICATIONS];
+    // COMMIT and the notifications in one simple-protocol round trip; an error in COMMIT skips the rest.
+    await client.query(['COMMIT', ...pending].join('; '));
     return result;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {
+    delete client[PENDING_NOTIFICATIONS];
     client.release();
   }
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Queryable } from '../db/pool.js';
+import { notifyAfterCommit, type Queryable } from '../db/pool.js';
 
 /** The channel the relay LISTENs on; written by enqueueMessages in the same transaction. */
 export const OUTBOX_CHANNEL = 'tgs_outbox';
@@ -18,18 +18,14 @@ export interface OutboxMessage {
 /**
  * Writes messages to the outbox. Call it with the client of the transaction that makes the state
  * change, so the change and its messages commit (or vanish) together: that is what makes the
- * exchanges lossless. The NOTIFY is delivered at commit and wakes the relay at once.
+ * exchanges lossless. The relay is woken right after the commit.
  */
 export async function enqueueMessages(db: Queryable, messages: OutboxMessage[]): Promise<void> {
   if (messages.length === 0) return;
-  // One round trip for the insert and the wake-up: round trips, not SQL, dominate the queue's cost here.
   await db.query(
-    `WITH inserted AS (
-       INSERT INTO outbox (message_id, exchange, routing_key, cc, payload)
-       SELECT m.message_id, m.exchange, m.routing_key, m.cc, m.payload
-       FROM jsonb_to_recordset($1::jsonb) AS m(message_id text, exchange text, routing_key text, cc text[], payload jsonb)
-       RETURNING 1)
-     SELECT pg_notify('${OUTBOX_CHANNEL}', '') FROM (SELECT count(*) FROM inserted) AS c`,
+    `INSERT INTO outbox (message_id, exchange, routing_key, cc, payload)
+     SELECT m.message_id, m.exchange, m.routing_key, m.cc, m.payload
+     FROM jsonb_to_recordset($1::jsonb) AS m(message_id text, exchange text, routing_key text, cc text[], payload jsonb)`,
     [
       JSON.stringify(
         messages.map((m) => ({
@@ -42,4 +38,6 @@ export async function enqueueMessages(db: Queryable, messages: OutboxMessage[]):
       ),
     ],
   );
+  // The relay's wake-up goes out after the commit (see notifyAfterCommit).
+  await notifyAfterCommit(db, OUTBOX_CHANNEL, ['']);
 }
