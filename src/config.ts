@@ -20,6 +20,8 @@ export interface Config {
   claimWorkWaitMs: number;
   /** How often the background sweeps (claim expiry, deadlines, expiry) run. */
   sweepIntervalMs: number;
+  /** Largest artifact upload accepted (bytes are kept in Postgres). */
+  maxArtifactBytes: number;
 }
 
 export const ROOT_CLIENT_ID = 'static/tgs/root';
@@ -51,6 +53,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     claimTimeoutSeconds: intFromEnv(env, 'TGS_CLAIM_TIMEOUT', 20 * 60),
     claimWorkWaitMs: intFromEnv(env, 'TGS_CLAIM_WORK_WAIT_MS', 20_000),
     sweepIntervalMs: intFromEnv(env, 'TGS_SWEEP_INTERVAL_MS', 5000),
+    maxArtifactBytes: intFromEnv(env, 'TGS_MAX_ARTIFACT_BYTES', 64 * 1024 * 1024),
     ...overrides,
   };
   return config;

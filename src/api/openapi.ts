@@ -1,19 +1,18 @@
 import type { Endpoint, ServiceName } from './endpoint.js';
-import { fastifyPath } from './server.js';
 import { formatExpression } from '../auth/scopes.js';
 
 /** An OpenAPI 3 document generated from the endpoint declarations, served at `/api/<service>/v1/openapi.json`. */
 export function openApiDocument(service: ServiceName, rootUrl: string, endpoints: Endpoint[]) {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const e of endpoints) {
-    const path = fastifyPath(e.route).replace(/:([a-zA-Z]+)/g, '{$1}');
+    const path = e.route.replace(/<([a-zA-Z]+)\*?>/g, '{$1}');
     paths[path] ??= {};
     paths[path][e.method] = {
       operationId: e.name,
       summary: e.title,
       description: e.scopes ? `${e.description}\n\nScopes: ${formatExpression(e.scopes)}` : e.description,
       parameters: [
-        ...[...e.route.matchAll(/<([a-zA-Z]+)>/g)].map((m) => ({
+        ...[...e.route.matchAll(/<([a-zA-Z]+)\*?>/g)].map((m) => ({
           name: m[1],
           in: 'path',
           required: true,

@@ -22,10 +22,12 @@ declare module 'fastify' {
   }
 }
 
-/** `/task/<taskId>` → `/task/:taskId` */
+/** `/task/<taskId>` → `/task/:taskId`; a trailing `<name*>` matches the rest of the path, slashes included. */
 export function fastifyPath(route: string): string {
-  return route.replace(/<([a-zA-Z]+)>/g, ':$1');
+  return route.replace(/<([a-zA-Z]+)>/g, ':$1').replace(/<[a-zA-Z]+\*>$/, '*');
 }
+
+const wildcardParam = (route: string) => /<([a-zA-Z]+)\*>$/.exec(route)?.[1];
 
 function errorBody(err: TgsError, request: FastifyRequest, endpoint?: Endpoint) {
   return {
@@ -68,9 +70,11 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
   });
   const authenticate = createAuthenticator(deps.clients);
 
-  // JSON bodies keep their raw text so a Hawk payload hash can be checked.
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = body as string;
+  // JSON bodies keep their raw text so a Hawk payload hash can be checked; raw-body routes (artifact
+  // uploads) get the bytes whatever the content type.
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    if ((request.routeOptions.config as { rawBody?: boolean } | undefined)?.rawBody) return done(null, body);
+    const text = (body as Buffer).toString('utf8');
     request.rawBody = text;
     if (text.trim() === '') return done(null, undefined);
     try {
@@ -79,7 +83,9 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
       done(new TgsError('InputError', `Malformed JSON body: ${(err as Error).message}`), undefined);
     }
   });
-  // Anything else (artifact uploads) arrives as a Buffer; endpoints that do not want it reject it.
+  // Anything else (artifact uploads) arrives as a Buffer, text included (fastify's own text/plain parser would
+  // decode it); endpoints that do not want it reject it.
+  app.removeContentTypeParser('text/plain');
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
   app.setErrorHandler((err, request, reply) => {
@@ -100,11 +106,16 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
     const declaredParams = templateParameters(endpoint.scopes ?? { AllOf: [] });
     const routeParams = new Set([...endpoint.route.matchAll(/<([a-zA-Z]+)>/g)].map((m) => m[1]));
     const autoAuthorize = endpoint.scopes !== undefined && [...declaredParams].every((p) => routeParams.has(p));
+    const wildcard = wildcardParam(endpoint.route);
     const outputValidator = endpoint.output && options.validateOutput ? compile(endpoint.output) : undefined;
 
     const handle = async (request: FastifyRequest, reply: FastifyReply) => {
       try {
-        const params = request.params as Record<string, string>;
+        const params = { ...(request.params as Record<string, string>) };
+        if (wildcard !== undefined && params['*'] !== undefined) {
+          params[wildcard] = params['*'];
+          delete params['*'];
+        }
         for (const [name, pattern] of Object.entries(endpoint.params ?? {})) {
           if (params[name] !== undefined && !pattern.test(params[name])) {
             throw new TgsError('InputError', `Invalid ${name} ${JSON.stringify(params[name])}: must match ${pattern}`);
@@ -192,7 +203,8 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
       app.route({
         method: endpoint.method.toUpperCase() as 'GET',
         url: base + fastifyPath(route),
-        bodyLimit: endpoint.bodyLimit ?? DEFAULT_BODY_LIMIT,
+        bodyLimit: endpoint.rawBody ? deps.config.maxArtifactBytes : (endpoint.bodyLimit ?? DEFAULT_BODY_LIMIT),
+        config: { rawBody: endpoint.rawBody === true },
         handler: handle,
       });
     }

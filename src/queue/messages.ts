@@ -24,6 +24,24 @@ const messageSchema = {
   },
 };
 
+/** Routing key and CC routes of a message about a task (worker words only once the run was claimed). */
+export function taskRouting(row: TaskRow, runId: number | undefined, claimedBy?: { workerGroup?: string; workerId?: string }) {
+  return {
+    routingKey: taskRoutingKey({
+      taskId: row.task_id,
+      runId,
+      workerGroup: claimedBy?.workerGroup,
+      workerId: claimedBy?.workerId,
+      provisionerId: row.provisioner_id,
+      workerType: row.worker_type,
+      schedulerId: row.scheduler_id,
+      taskGroupId: row.task_group_id,
+      routing: row.routing ?? undefined,
+    }),
+    cc: row.routes.map((r) => `route.${r}`),
+  };
+}
+
 /**
  * A queue exchange message about a task, in Taskcluster's shape. `runId` is the run it concerns (none for
  * task-defined). The message id is derived from task, run, exchange and run count, so a transaction that
@@ -43,18 +61,7 @@ export function taskMessage(config: Config, exchange: QueueExchange, row: TaskRo
   validateInput(messageSchema, payload, 'message');
   return {
     exchange: queueExchangeName(config.exchangePrefix, exchange),
-    routingKey: taskRoutingKey({
-      taskId: row.task_id,
-      runId,
-      workerGroup: claimed ? run.workerGroup : undefined,
-      workerId: claimed ? run.workerId : undefined,
-      provisionerId: row.provisioner_id,
-      workerType: row.worker_type,
-      schedulerId: row.scheduler_id,
-      taskGroupId: row.task_group_id,
-      routing: row.routing ?? undefined,
-    }),
-    cc: row.routes.map((r) => `route.${r}`),
+    ...taskRouting(row, runId, claimed ? run : undefined),
     payload,
     messageId: `${row.task_id}/${runId ?? '_'}/${exchange}/${row.runs.length}`,
   };

@@ -1,0 +1,221 @@
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type pg from 'pg';
+import type { Config } from '../config.js';
+import { type Queryable } from '../db/pool.js';
+import { TgsError } from '../errors.js';
+import { enqueueMessages, type OutboxMessage } from '../exchanges/outbox.js';
+import { queueExchangeName } from '../exchanges/exchanges.js';
+import { taskRouting } from './messages.js';
+import { loadTasks, taskStatus, type TaskRow } from './taskRow.js';
+
+/**
+ * Artifacts (Taskcluster's storage types `s3`, `reference`, `error`). The bytes of `s3` artifacts live in
+ * Postgres (`artifact_data`, one bytea row per artifact, apart from the metadata so listing never reads them):
+ * one store to back up and nothing else to run. Uploads and downloads go through URLs signed by tgs itself, so a
+ * worker uploads exactly as it would to S3 (PUT to `putUrl`) and a reader follows a 303 as it would to S3.
+ */
+export type StorageType = 's3' | 'reference' | 'error';
+
+export interface ArtifactRow {
+  task_id: string;
+  run_id: number;
+  name: string;
+  storage_type: StorageType;
+  content_type: string;
+  expires: Date;
+  details: { url?: string; reason?: string; message?: string; contentLength?: number };
+  present: boolean;
+}
+
+export type CreateArtifactRequest =
+  | { storageType: 's3'; contentType: string; expires: string }
+  | { storageType: 'reference'; url: string; contentType?: string; expires: string }
+  | { storageType: 'error'; reason: string; message: string; expires: string };
+
+/** How long a signed upload or download URL is valid (Taskcluster's S3 put URLs: 30 min). */
+export const SIGNED_URL_TTL_MS = 30 * 60 * 1000;
+/** Taskcluster lets a worker still add artifacts (logs) for this long after a run resolved `exception`. */
+const EXCEPTION_GRACE_MS = 25 * 60 * 1000;
+
+export const ERROR_REASONS = ['file-missing-on-worker', 'invalid-resource-on-worker', 'too-large-file-on-worker'] as const;
+
+export const artifactSummary = (a: ArtifactRow) => ({
+  storageType: a.storage_type,
+  name: a.name,
+  expires: a.expires.toISOString(),
+  contentType: a.content_type,
+});
+
+/** Encodes an artifact name for a URL path: each `/`-separated part percent-encoded, slashes kept. */
+export const encodeArtifactName = (name: string) => name.split('/').map(encodeURIComponent).join('/');
+
+function signingKey(issuerAccessToken: string): Buffer {
+  // Derived from the issuer client's token, which every API process shares through Postgres.
+  return createHash('sha256').update(`tgs-artifact-urls:${issuerAccessToken}`).digest();
+}
+
+function signature(key: Buffer, method: 'GET' | 'PUT', taskId: string, runId: number, name: string, expiresMs: number): string {
+  return createHmac('sha256', key).update([method, taskId, runId, name, expiresMs].join('\n')).digest('base64url');
+}
+
+/** A URL served by tgs (`artifactData` endpoints) that allows one method on one artifact until it expires. */
+export function signedArtifactUrl(
+  config: Config,
+  issuerAccessToken: string,
+  method: 'GET' | 'PUT',
+  a: { taskId: string; runId: number; name: string },
+  now = Date.now(),
+): { url: string; expires: Date } {
+  const expiresMs = now + SIGNED_URL_TTL_MS;
+  const sig = signature(signingKey(issuerAccessToken), method, a.taskId, a.runId, a.name, expiresMs);
+  const url = `${config.rootUrl}/api/queue/v1/artifact-data/${a.taskId}/${a.runId}/${encodeArtifactName(a.name)}?expires=${expiresMs}&sig=${sig}`;
+  return { url, expires: new Date(expiresMs) };
+}
+
+export function verifyArtifactSignature(
+  issuerAccessToken: string,
+  method: 'GET' | 'PUT',
+  a: { taskId: string; runId: number; name: string },
+  expiresMs: number,
+  sig: string,
+): void {
+  if (!(expiresMs > Date.now())) throw new TgsError('AuthenticationFailed', 'This signed artifact URL has expired: ask the queue for a new one');
+  const expected = Buffer.from(signature(signingKey(issuerAccessToken), method, a.taskId, a.runId, a.name, expiresMs));
+  const given = Buffer.from(sig);
+  if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
+    throw new TgsError('AuthenticationFailed', `This URL is not signed for ${method} of artifact ${a.name} of ${a.taskId}/${a.runId}`);
+  }
+}
+
+function artifactCreatedMessage(config: Config, row: TaskRow, runId: number, artifact: ArtifactRow): OutboxMessage {
+  const run = row.runs[runId];
+  return {
+    exchange: queueExchangeName(config.exchangePrefix, 'artifact-created'),
+    ...taskRouting(row, runId, run),
+    payload: {
+      version: 1,
+      status: taskStatus(row),
+      artifact: artifactSummary(artifact),
+      workerGroup: run.workerGroup,
+      workerId: run.workerId,
+      runId,
+    },
+    messageId: `${row.task_id}/${runId}/artifact-created/${artifact.name}`,
+  };
+}
+
+const sameRequest = (existing: ArtifactRow, req: CreateArtifactRequest): boolean => {
+  if (existing.storage_type !== req.storageType) return false;
+  if (req.storageType === 's3') return existing.content_type === req.contentType;
+  if (req.storageType === 'error') return existing.details.reason === req.reason && existing.details.message === req.message;
+  return true; // a reference may be pointed elsewhere (Taskcluster allows updating its url)
+};
+
+/**
+ * createArtifact, in the caller's transaction: the run must be running (or resolved `exception` within the
+ * last 25 minutes, so a worker can still upload its logs), `expires` may not outlive the task, and a name
+ * that exists may only be created again the same way (a new put URL for `s3`, a new url for `reference`).
+ * The first creation of a name writes an `artifact-created` message.
+ */
+export async function createArtifact(
+  client: pg.PoolClient,
+  config: Config,
+  a: { taskId: string; runId: number; name: string },
+  req: CreateArtifactRequest,
+  now = new Date(),
+): Promise<ArtifactRow> {
+  // FOR UPDATE: a concurrent report must not resolve the run between our check and our insert.
+  const [row] = await loadTasks(client, [a.taskId], 'update');
+  if (!row) throw new TgsError('ResourceNotFound', `task ${a.taskId} not found`);
+  const run = row.runs[a.runId];
+  if (!run) throw new TgsError('ResourceNotFound', `task ${a.taskId} has no run ${a.runId}`);
+  const expires = new Date(req.expires);
+  if (expires.getTime() > row.expires.getTime()) {
+    throw new TgsError('InputError', `Artifact expires (${req.expires}) after the task does (${row.expires.toISOString()}): give it an earlier expires`);
+  }
+  const inGrace =
+    run.state === 'exception' && run.workerGroup !== undefined && run.resolved !== undefined && now.getTime() - Date.parse(run.resolved) < EXCEPTION_GRACE_MS;
+  if (run.state !== 'running' && !inGrace) {
+    throw new TgsError('RequestConflict', `Run ${a.runId} of task ${a.taskId} is ${run.state}: artifacts can only be created while the run is running`);
+  }
+  const { rows: existingRows } = await client.query<ArtifactRow>(
+    'SELECT * FROM artifacts WHERE task_id = $1 AND run_id = $2 AND name = $3',
+    [a.taskId, a.runId, a.name],
+  );
+  const existing = existingRows[0];
+  if (existing && !sameRequest(existing, req)) {
+    throw new TgsError(
+      'RequestConflict',
+      `Artifact ${a.name} of ${a.taskId}/${a.runId} already exists as ${existing.storage_type} (${existing.content_type}${existing.details.reason ? `, ${existing.details.reason}` : ''}); it cannot be created again differently`,
+    );
+  }
+  const contentType =
+    req.storageType === 's3' ? req.contentType : req.storageType === 'reference' ? (req.contentType ?? 'application/octet-stream') : 'application/json';
+  const details = req.storageType === 'reference' ? { url: req.url } : req.storageType === 'error' ? { reason: req.reason, message: req.message } : {};
+  const { rows } = await client.query<ArtifactRow>(
+    `INSERT INTO artifacts (task_id, run_id, name, storage_type, content_type, expires, details)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)
+     ON CONFLICT (task_id, run_id, name) DO UPDATE SET expires = EXCLUDED.expires, details = artifacts.details || EXCLUDED.details
+     RETURNING *`,
+    [a.taskId, a.runId, a.name, req.storageType, contentType, expires, JSON.stringify(details)],
+  );
+  if (!existing) await enqueueMessages(client, [artifactCreatedMessage(config, row, a.runId, rows[0])]);
+  return rows[0];
+}
+
+/** Stores uploaded bytes (a re-upload replaces them: that is how a live log grows). */
+export async function storeArtifactData(client: pg.PoolClient, a: { taskId: string; runId: number; name: string }, data: Buffer): Promise<void> {
+  const { rows } = await client.query<{ storage_type: string }>(
+    'SELECT storage_type FROM artifacts WHERE task_id = $1 AND run_id = $2 AND name = $3 FOR UPDATE',
+    [a.taskId, a.runId, a.name],
+  );
+  if (!rows[0]) throw new TgsError('ResourceNotFound', `Artifact ${a.name} of ${a.taskId}/${a.runId} does not exist (expired?): create it first`);
+  if (rows[0].storage_type !== 's3') throw new TgsError('RequestConflict', `Artifact ${a.name} is a ${rows[0].storage_type} artifact: it takes no upload`);
+  await client.query(
+    `INSERT INTO artifact_data (task_id, run_id, name, data) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (task_id, run_id, name) DO UPDATE SET data = EXCLUDED.data`,
+    [a.taskId, a.runId, a.name, data],
+  );
+  await client.query(
+    `UPDATE artifacts SET present = true, details = details || jsonb_build_object('contentLength', $4::int)
+     WHERE task_id = $1 AND run_id = $2 AND name = $3`,
+    [a.taskId, a.runId, a.name, data.length],
+  );
+}
+
+export async function loadArtifact(db: Queryable, a: { taskId: string; runId: number; name: string }): Promise<ArtifactRow> {
+  const { rows } = await db.query<ArtifactRow>('SELECT * FROM artifacts WHERE task_id = $1 AND run_id = $2 AND name = $3', [a.taskId, a.runId, a.name]);
+  if (!rows[0]) throw new TgsError('ResourceNotFound', `Artifact ${a.name} of task ${a.taskId} run ${a.runId} not found`);
+  return rows[0];
+}
+
+export async function loadArtifactData(db: Queryable, a: { taskId: string; runId: number; name: string }): Promise<Buffer | undefined> {
+  const { rows } = await db.query<{ data: Buffer }>('SELECT data FROM artifact_data WHERE task_id = $1 AND run_id = $2 AND name = $3', [a.taskId, a.runId, a.name]);
+  return rows[0]?.data;
+}
+
+/** The latest run's id (Taskcluster's "latest" artifact endpoints); 404 when the task has no run. */
+export async function latestRunId(db: Queryable, taskId: string): Promise<number> {
+  const { rows } = await db.query<{ runs: number }>('SELECT jsonb_array_length(runs) AS runs FROM tasks WHERE task_id = $1', [taskId]);
+  if (!rows[0]) throw new TgsError('ResourceNotFound', `task ${taskId} not found`);
+  if (rows[0].runs === 0) throw new TgsError('ResourceNotFound', `task ${taskId} has no runs yet, so it has no artifacts`);
+  return rows[0].runs - 1;
+}
+
+export async function listArtifacts(
+  db: Queryable,
+  taskId: string,
+  runId: number,
+  after: string,
+  limit: number,
+): Promise<{ artifacts: ReturnType<typeof artifactSummary>[]; last?: string }> {
+  const { rows: run } = await db.query<{ ok: boolean }>('SELECT jsonb_array_length(runs) > $2 AS ok FROM tasks WHERE task_id = $1', [taskId, runId]);
+  if (!run[0]) throw new TgsError('ResourceNotFound', `task ${taskId} not found`);
+  if (!run[0].ok) throw new TgsError('ResourceNotFound', `task ${taskId} has no run ${runId}`);
+  const { rows } = await db.query<ArtifactRow>(
+    'SELECT * FROM artifacts WHERE task_id = $1 AND run_id = $2 AND name > $3 ORDER BY name LIMIT $4',
+    [taskId, runId, after, limit + 1],
+  );
+  const page = rows.slice(0, limit);
+  return { artifacts: page.map(artifactSummary), ...(rows.length > limit ? { last: page[page.length - 1].name } : {}) };
+}

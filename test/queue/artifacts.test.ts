@@ -1,0 +1,172 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import slugid from 'slugid';
+import { startTestApi, type Credentials, type TestApi } from '../helpers/api.js';
+import { fastTask } from '../helpers/graphs.js';
+
+let t: TestApi;
+before(async () => {
+  t = await startTestApi({ claimWorkWaitMs: 1500, maxArtifactBytes: 1024 * 1024 });
+});
+after(async () => {
+  await t.close();
+});
+
+const q = (method: string, path: string, body?: unknown, creds?: Credentials | null) => t.request(method, `/api/queue/v1${path}`, body, creds);
+const inAnHour = () => new Date(Date.now() + 3600_000).toISOString();
+
+/** A claimed task: its id and the run's temporary credentials. */
+async function running(workerType: string): Promise<{ taskId: string; creds: Credentials }> {
+  const taskId = slugid.nice();
+  const created = await q('PUT', `/task/${taskId}`, { ...fastTask('t'), workerType });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const claim = await q('POST', `/claim-work/tgs-test/${workerType}`, { workerGroup: 'grp', workerId: 'wkr', tasks: 1 });
+  assert.equal(claim.body.tasks[0]?.status.taskId, taskId);
+  return { taskId, creds: claim.body.tasks[0].credentials };
+}
+
+async function put(url: string, body: string | Buffer, contentType: string) {
+  return fetch(url, { method: 'PUT', headers: { 'content-type': contentType }, body });
+}
+
+test('s3 artifact: create with run credentials, PUT the bytes, read back through a 303 to a signed URL', async () => {
+  const { taskId, creds } = await running('art1');
+  const name = 'public/logs/live.log';
+  const created = await q('POST', `/task/${taskId}/runs/0/artifacts/${name}`, { storageType: 's3', contentType: 'text/plain', expires: inAnHour() }, creds);
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  assert.equal(created.body.storageType, 's3');
+  assert.match(created.body.putUrl, new RegExp(`^${t.rootUrl}/api/queue/v1/artifact-data/${taskId}/0/public/logs/live.log\\?expires=`));
+
+  const before = await q('GET', `/task/${taskId}/runs/0/artifacts/${name}`, undefined, null);
+  assert.equal(before.status, 404, 'not uploaded yet');
+
+  assert.equal((await put(created.body.putUrl, 'line 1\n', 'text/plain')).status, 200);
+  const get = await q('GET', `/task/${taskId}/runs/0/artifacts/${name}`, undefined, null);
+  assert.equal(get.status, 303);
+  const location = get.headers.get('location') as string;
+  const download = await fetch(location);
+  assert.equal(download.status, 200);
+  assert.equal(download.headers.get('content-type'), 'text/plain');
+  assert.equal(await download.text(), 'line 1\n');
+
+  // A live log: created again while running (a fresh putUrl) and re-uploaded, the reader sees the new bytes.
+  const again = await q('POST', `/task/${taskId}/runs/0/artifacts/${name}`, { storageType: 's3', contentType: 'text/plain', expires: inAnHour() }, creds);
+  assert.equal(again.status, 200);
+  assert.equal((await put(again.body.putUrl, 'line 1\nline 2\n', 'text/plain')).status, 200);
+  const latest = await q('GET', `/task/${taskId}/artifacts/${name}`, undefined, null);
+  assert.equal(latest.status, 303);
+  assert.equal(await (await fetch(latest.headers.get('location') as string)).text(), 'line 1\nline 2\n');
+
+  // One artifact-created message, on the first creation only, with the run's routing key.
+  const { rows } = await t.db.pool.query(`SELECT routing_key, payload FROM outbox WHERE exchange = 'queue/v1/artifact-created' AND routing_key LIKE $1`, [`${taskId}.%`]);
+  assert.equal(rows.length, 1);
+  assert.equal(rows[0].routing_key, `${taskId}.0.grp.wkr.tgs-test.art1.-.${taskId}._`);
+  assert.deepEqual(rows[0].payload.artifact, { storageType: 's3', name, expires: rows[0].payload.artifact.expires, contentType: 'text/plain' });
+  assert.equal(rows[0].payload.workerGroup, 'grp');
+});
+
+test('binary and JSON bodies are stored byte for byte; %2F-encoded names work as well', async () => {
+  const { taskId, creds } = await running('art2');
+  const bytes = Buffer.from([0, 1, 2, 253, 254, 255, 10, 13]);
+  const bin = await q('POST', `/task/${taskId}/runs/0/artifacts/public%2Fbuild%2Fout.bin`, { storageType: 's3', contentType: 'application/octet-stream', expires: inAnHour() }, creds);
+  assert.equal(bin.status, 200, JSON.stringify(bin.body));
+  assert.equal((await put(bin.body.putUrl, bytes, 'application/octet-stream')).status, 200);
+  const json = await q('POST', `/task/${taskId}/runs/0/artifacts/public/not-json.json`, { storageType: 's3', contentType: 'application/json', expires: inAnHour() }, creds);
+  assert.equal((await put(json.body.putUrl, '{"broken": ', 'application/json')).status, 200, 'artifact bytes are not parsed');
+
+  const got = await q('GET', `/task/${taskId}/runs/0/artifacts/public/build/out.bin`, undefined, null);
+  assert.deepEqual(Buffer.from(await (await fetch(got.headers.get('location') as string)).arrayBuffer()), bytes);
+  const gotJson = await q('GET', `/task/${taskId}/runs/0/artifacts/public/not-json.json`, undefined, null);
+  assert.equal(await (await fetch(gotJson.headers.get('location') as string)).text(), '{"broken": ');
+});
+
+test('reference and error artifacts; private artifacts need queue:get-artifact:<name>', async () => {
+  const { taskId, creds } = await running('art3');
+  const ref = await q('POST', `/task/${taskId}/runs/0/artifacts/public/docs`, { storageType: 'reference', url: 'https://example.com/docs', expires: inAnHour() }, creds);
+  assert.equal(ref.status, 200, JSON.stringify(ref.body));
+  const readRef = await q('GET', `/task/${taskId}/runs/0/artifacts/public/docs`, undefined, null);
+  assert.equal(readRef.status, 303);
+  assert.equal(readRef.headers.get('location'), 'https://example.com/docs');
+  // a reference may be pointed elsewhere
+  await q('POST', `/task/${taskId}/runs/0/artifacts/public/docs`, { storageType: 'reference', url: 'https://example.com/v2', expires: inAnHour() }, creds);
+  assert.equal((await q('GET', `/task/${taskId}/runs/0/artifacts/public/docs`, undefined, null)).headers.get('location'), 'https://example.com/v2');
+
+  const err = await q('POST', `/task/${taskId}/runs/0/artifacts/public/missing.txt`, { storageType: 'error', reason: 'file-missing-on-worker', message: 'no such file: missing.txt', expires: inAnHour() }, creds);
+  assert.equal(err.status, 200);
+  const readErr = await q('GET', `/task/${taskId}/runs/0/artifacts/public/missing.txt`, undefined, null);
+  assert.equal(readErr.status, 424);
+  assert.match(readErr.body.message, /no such file: missing.txt/);
+  const content = await q('GET', `/task/${taskId}/runs/0/artifact-content/public/docs`, undefined, null);
+  assert.deepEqual(content.body, { storageType: 'reference', url: 'https://example.com/v2' });
+
+  const secret = await q('POST', `/task/${taskId}/runs/0/artifacts/private/secret.txt`, { storageType: 's3', contentType: 'text/plain', expires: inAnHour() }, creds);
+  await put(secret.body.putUrl, 'hush', 'text/plain');
+  const anonymous = await q('GET', `/task/${taskId}/runs/0/artifacts/private/secret.txt`, undefined, null);
+  assert.equal(anonymous.status, 401);
+  assert.match(anonymous.body.message, /queue:get-artifact:private\/secret.txt/);
+  const withRoot = await q('GET', `/task/${taskId}/runs/0/artifacts/private/secret.txt`);
+  assert.equal(withRoot.status, 303);
+});
+
+test('conflicts and refusals: different re-creation, expires after the task, resolved run, other run credentials, tampered URL, too large', async () => {
+  const { taskId, creds } = await running('art4');
+  const name = 'public/a.txt';
+  await q('POST', `/task/${taskId}/runs/0/artifacts/${name}`, { storageType: 's3', contentType: 'text/plain', expires: inAnHour() }, creds);
+  const different = await q('POST', `/task/${taskId}/runs/0/artifacts/${name}`, { storageType: 's3', contentType: 'text/html', expires: inAnHour() }, creds);
+  assert.equal(different.status, 409);
+  assert.equal(different.body.code, 'RequestConflict');
+
+  const tooLate = await q('POST', `/task/${taskId}/runs/0/artifacts/public/b.txt`, { storageType: 's3', contentType: 'text/plain', expires: new Date(Date.now() + 3 * 365 * 86400_000).toISOString() }, creds);
+  assert.equal(tooLate.status, 400);
+  assert.match(tooLate.body.message, /after the task/);
+
+  const badBody = await q('POST', `/task/${taskId}/runs/0/artifacts/public/c.txt`, { storageType: 's3', contentType: 'text/plain', expires: inAnHour(), extra: 1 }, creds);
+  assert.equal(badBody.status, 400);
+
+  const other = await running('art4');
+  const foreign = await q('POST', `/task/${taskId}/runs/0/artifacts/public/d.txt`, { storageType: 's3', contentType: 'text/plain', expires: inAnHour() }, other.creds);
+  assert.equal(foreign.status, 403);
+
+  const created = await q('POST', `/task/${taskId}/runs/0/artifacts/public/e.txt`, { storageType: 's3', contentType: 'text/plain', expires: inAnHour() }, creds);
+  const tampered = (created.body.putUrl as string).replace('public/e.txt', 'public/a.txt');
+  assert.equal((await put(tampered, 'x', 'text/plain')).status, 401);
+  const big = await put(created.body.putUrl, Buffer.alloc(1024 * 1024 + 1), 'text/plain');
+  assert.equal(big.status, 413);
+  assert.equal(((await big.json()) as { code: string }).code, 'InputTooLarge');
+
+  assert.equal((await q('POST', `/task/${taskId}/runs/0/completed`, undefined, creds)).status, 200);
+  const afterResolve = await q('POST', `/task/${taskId}/runs/0/artifacts/public/f.txt`, { storageType: 's3', contentType: 'text/plain', expires: inAnHour() }, creds);
+  assert.equal(afterResolve.status, 409);
+  assert.match(afterResolve.body.message, /completed/);
+  const { rows } = await t.db.pool.query('SELECT count(*)::int AS n FROM artifacts WHERE task_id = $1', [taskId]);
+  assert.equal(rows[0].n, 2, 'refused requests wrote nothing');
+});
+
+test('list artifacts of a run and of the latest run, paged with continuationToken', async () => {
+  const { taskId, creds } = await running('art5');
+  const names = Array.from({ length: 5 }, (_, i) => `public/f${i}.txt`);
+  for (const name of names) {
+    const res = await q('POST', `/task/${taskId}/runs/0/artifacts/${name}`, { storageType: 's3', contentType: 'text/plain', expires: inAnHour() }, creds);
+    assert.equal(res.status, 200);
+  }
+  const seen: string[] = [];
+  let token: string | undefined;
+  let pages = 0;
+  do {
+    const res = await q('GET', `/task/${taskId}/runs/0/artifacts?limit=2${token ? `&continuationToken=${token}` : ''}`, undefined, null);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    seen.push(...res.body.artifacts.map((a: { name: string }) => a.name));
+    token = res.body.continuationToken;
+    pages++;
+  } while (token);
+  assert.deepEqual(seen, names);
+  assert.equal(pages, 3);
+  const latest = await q('GET', `/task/${taskId}/artifacts`, undefined, null);
+  assert.equal(latest.body.artifacts.length, 5);
+  assert.equal((await q('GET', `/task/${taskId}/runs/1/artifacts`, undefined, null)).status, 404);
+  const info = await q('GET', `/task/${taskId}/artifact-info/public/f0.txt`, undefined, null);
+  assert.equal(info.body.contentType, 'text/plain');
+  const noRuns = slugid.nice();
+  await q('PUT', `/task/${noRuns}`, { ...fastTask('t'), workerType: 'art5b', dependencies: [taskId] });
+  assert.equal((await q('GET', `/task/${noRuns}/artifacts`, undefined, null)).status, 404);
+});

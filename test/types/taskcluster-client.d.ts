@@ -1,0 +1,5 @@
+// taskcluster-client ships no type declarations; the tests use it untyped, as its README's JavaScript does.
+declare module 'taskcluster-client' {
+  const taskcluster: any;
+  export default taskcluster;
+}
