@@ -1,5 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import hawk from 'hawk';
+import slugid from 'slugid';
 import { startTestApi, hawkHeader, type TestApi } from '../helpers/api.js';
 import { createTemporaryCredentials } from '../../src/auth/temporaryCredentials.js';
 import { ROOT_CLIENT_ID } from '../../src/config.js';
@@ -45,6 +47,23 @@ test('a replayed Hawk header is refused', async () => {
   const second = await fetch(url, { headers: { authorization } });
   assert.equal(second.status, 401);
   assert.match(((await second.json()) as { message: string }).message, /nonce/i);
+});
+
+test('a request whose clock is more than 15 minutes off is refused; within the window it is accepted', async () => {
+  const url = `${t.rootUrl}/api/queue/v1/task/${slugid.nice()}/status`;
+  const signed = (offsetMs: number) =>
+    hawk.client.header(url, 'GET', {
+      credentials: { id: t.root.clientId, key: t.root.accessToken, algorithm: 'sha256' },
+      localtimeOffsetMsec: offsetMs,
+    }).header;
+  for (const offset of [-16 * 60_000, 16 * 60_000]) {
+    const res = await fetch(url, { headers: { authorization: signed(offset) } });
+    assert.equal(res.status, 401, `offset ${offset} ms`);
+    assert.match(((await res.json()) as { message: string }).message, /stale|timestamp/i);
+  }
+  // 14 minutes off is within Taskcluster's 15-minute skew: authenticated (the task just does not exist)
+  const ok = await fetch(url, { headers: { authorization: signed(-14 * 60_000) } });
+  assert.notEqual(ok.status, 401);
 });
 
 test('temporary credentials signed by the root client authenticate', async () => {
