@@ -6,6 +6,7 @@ import { registerBridgeCommand } from './commands/bridge.js';
 import { registerDevCommand } from './commands/dev.js';
 import { registerRelayCommand } from './commands/relay.js';
 import { registerClientCommand } from './commands/client.js';
+import { registerShellWorkerCommand } from './commands/shellWorker.js';
 
 /** `tgs <command>`: every command registers itself from src/cli/commands/<command>.ts. */
 export async function main(argv: string[]): Promise<void> {
@@ -19,6 +20,7 @@ export async function main(argv: string[]): Promise<void> {
   registerDevCommand(program);
   registerRelayCommand(program);
   registerClientCommand(program);
+  registerShellWorkerCommand(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {

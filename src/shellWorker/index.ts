@@ -1,0 +1,151 @@
+import { hostname } from 'node:os';
+import { ApiClient, TgsApiError, type TgsCredentials } from '../client/http.js';
+import { runTask, type ClaimedRun, type RunOutcome } from './runTask.js';
+
+export { parseShellPayload, shellPayloadSchema, type ShellPayload, type ArtifactSpec } from './payload.js';
+export { LIVE_LOG, type RunOutcome } from './runTask.js';
+
+export interface ShellWorkerOptions {
+  /** where the API runs, e.g. http://127.0.0.1:8080 */
+  rootUrl: string;
+  /** needs queue:claim-work:<provisionerId>/<workerType> and queue:worker-id:<workerGroup>/<workerId> */
+  credentials?: TgsCredentials;
+  provisionerId: string;
+  workerType: string;
+  /** how many tasks run at once */
+  capacity: number;
+  /** default `tgs-shell` */
+  workerGroup?: string;
+  /** default `<hostname>-<pid>` (cut to 38 characters) */
+  workerId?: string;
+  /** parent directory of the per-task working directories (default: the OS temp dir) */
+  workDir?: string;
+  /** how often the live log is re-uploaded while a task runs (default 1000 ms) */
+  logIntervalMs?: number;
+  /** the worker's own log lines (default: console.log with a `shell-worker:` prefix) */
+  log?: (line: string) => void;
+  /** called with each run's outcome (tests, `tgs dev`'s counters) */
+  onRun?: (run: { taskId: string; runId: number; outcome: RunOutcome }) => void;
+}
+
+export interface ShellWorker {
+  workerGroup: string;
+  workerId: string;
+  /**
+   * Stops claiming, kills running commands and reports them exception worker-shutdown (the queue retries
+   * them), then resolves. Safe to call more than once.
+   */
+  stop(): Promise<void>;
+  /** Resolves once the worker has stopped; rejects if it cannot work at all (bad credentials, missing scopes). */
+  done: Promise<void>;
+}
+
+const IDENTIFIER = /^[a-zA-Z0-9_-]{1,38}$/;
+
+function defaultWorkerId(): string {
+  const host = hostname().replace(/[^a-zA-Z0-9_-]/g, '-') || 'host';
+  const pid = `-${process.pid}`;
+  return `${host.slice(0, 38 - pid.length)}${pid}`;
+}
+
+/** Claims tasks of one worker pool and runs them as shell commands (see issue 4 / README "tgs shell-worker"). */
+export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
+  const workerGroup = options.workerGroup ?? 'tgs-shell';
+  const workerId = options.workerId ?? defaultWorkerId();
+  for (const [flag, value] of [['provisioner-id', options.provisionerId], ['worker-type', options.workerType], ['worker-group', workerGroup], ['worker-id', workerId]]) {
+    if (!IDENTIFIER.test(value)) throw new Error(`--${flag} ${JSON.stringify(value)}: use 1-38 characters of [a-zA-Z0-9_-]`);
+  }
+  if (!Number.isInteger(options.capacity) || options.capacity < 1 || options.capacity > 32) {
+    throw new Error(`--capacity ${options.capacity}: give a whole number from 1 to 32`);
+  }
+  const log = options.log ?? ((line: string) => console.log(`shell-worker: ${line}`));
+  const pool = `${options.provisionerId}/${options.workerType}`;
+  const claimAbort = new AbortController();
+  const shutdown = new AbortController();
+  const claimer = new ApiClient(options.rootUrl, options.credentials, claimAbort.signal);
+  const running = new Set<Promise<void>>();
+  let wake: (() => void) | undefined;
+
+  const start = (claim: ClaimedRun) => {
+    const p = runTask(claim, { rootUrl: options.rootUrl, workDir: options.workDir, logIntervalMs: options.logIntervalMs ?? 1000, log }, shutdown.signal)
+      .then(
+        (outcome) => options.onRun?.({ taskId: claim.status.taskId, runId: claim.runId, outcome }),
+        (err: unknown) => log(`${claim.status.taskId}/${claim.runId}: ${(err as Error).stack ?? String(err)}`),
+      )
+      .finally(() => {
+        running.delete(p);
+        wake?.();
+      });
+    running.add(p);
+  };
+
+  const loop = async () => {
+    let failures = 0;
+    log(`claiming tasks of ${pool} as ${workerGroup}/${workerId}, capacity ${options.capacity}, against ${options.rootUrl}`);
+    while (!shutdown.signal.aborted) {
+      if (running.size >= options.capacity) {
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+        });
+        wake = undefined;
+        continue;
+      }
+      let claims: ClaimedRun[];
+      try {
+        const answer = await claimer.request<{ tasks: ClaimedRun[] }>('queue', 'POST', `/claim-work/${options.provisionerId}/${options.workerType}`, {
+          workerGroup,
+          workerId,
+          tasks: options.capacity - running.size,
+        });
+        claims = answer.tasks;
+        failures = 0;
+      } catch (err) {
+        if (shutdown.signal.aborted) break;
+        if (err instanceof TgsApiError && (err.status === 401 || err.status === 403)) {
+          shutdown.abort();
+          while (running.size > 0) await Promise.all([...running]);
+          throw new Error(
+            `claimWork for ${pool} was refused: ${err.message}\n` +
+              `The worker's client (TGS_CLIENT_ID) needs queue:claim-work:${pool} and queue:worker-id:${workerGroup}/${workerId}.`,
+          );
+        }
+        failures++;
+        const delay = Math.min(30_000, 500 * 2 ** Math.min(failures, 6));
+        log(`claimWork failed (${(err as Error).message}); retrying in ${(delay / 1000).toFixed(1)} s`);
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, delay);
+          shutdown.signal.addEventListener('abort', () => {
+            clearTimeout(t);
+            resolve();
+          }, { once: true });
+        });
+        continue;
+      }
+      // claims answered while stopping still start: runTask reports them worker-shutdown at once
+      for (const claim of claims) {
+        log(`${claim.status.taskId}/${claim.runId}: claimed${claim.task.metadata?.name ? ` (${claim.task.metadata.name})` : ''}`);
+        start(claim);
+      }
+    }
+    while (running.size > 0) await Promise.all([...running]);
+  };
+
+  const done = loop();
+  let stopping: Promise<void> | undefined;
+  return {
+    workerGroup,
+    workerId,
+    done,
+    stop() {
+      stopping ??= (async () => {
+        log(`stopping: ${running.size} task(s) running will be reported worker-shutdown`);
+        shutdown.abort();
+        claimAbort.abort();
+        wake?.();
+        await done.catch(() => undefined);
+        log('stopped');
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,110 @@
+import { compile, describeErrors } from '../api/validate.js';
+import type { JsonSchema } from '../api/endpoint.js';
+
+/** One file the shell worker uploads after the command exits (generic-worker's array form). */
+export interface ArtifactSpec {
+  /** artifact name, e.g. `public/build/app.tar.gz` (names under `public/` are readable without credentials) */
+  name: string;
+  /** file path, relative to the task's working directory (or absolute) */
+  path: string;
+  type: 'file';
+  /** default: guessed from the file extension, else application/octet-stream */
+  contentType?: string;
+  /** default: the task's expires */
+  expires?: string;
+}
+
+/** What a task for `tgs shell-worker` carries in `task.payload`. */
+export interface ShellPayload {
+  /** an argv array (run without a shell) or a string (run by `/bin/sh -c`) */
+  command: string[] | string;
+  /** added to the environment of the command (over the worker's own, without its credentials) */
+  env: Record<string, string>;
+  /** seconds; the command is killed after this and the run fails */
+  maxRunTime: number;
+  artifacts: ArtifactSpec[];
+}
+
+export const MAX_RUN_TIME_LIMIT = 7 * 24 * 3600;
+
+/** The payload schema (ajv; unknown properties are rejected, like every tgs schema). */
+export const shellPayloadSchema: JsonSchema = {
+  $id: 'tgs:shell-worker-payload',
+  type: 'object',
+  additionalProperties: false,
+  required: ['command', 'maxRunTime'],
+  properties: {
+    command: {
+      oneOf: [
+        { type: 'string', minLength: 1 },
+        { type: 'array', minItems: 1, items: { type: 'string' } },
+      ],
+    },
+    env: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
+    maxRunTime: { type: 'integer', minimum: 1, maximum: MAX_RUN_TIME_LIMIT },
+    artifacts: {
+      type: 'array',
+      default: [],
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'path', 'type'],
+        properties: {
+          name: { type: 'string', minLength: 1, maxLength: 1024, pattern: '^[^/]' },
+          path: { type: 'string', minLength: 1 },
+          type: { const: 'file' },
+          contentType: { type: 'string', minLength: 1, maxLength: 255 },
+          expires: { type: 'string', format: 'date-time' },
+        },
+      },
+    },
+  },
+};
+
+/** An example payload, shown in the log when a payload does not validate. */
+const EXAMPLE = JSON.stringify({
+  command: ['sh', '-c', 'make && cp out/app.tar.gz .'],
+  env: { MODE: 'release' },
+  maxRunTime: 600,
+  artifacts: [{ name: 'public/build/app.tar.gz', path: 'app.tar.gz', type: 'file' }],
+});
+
+/** Validates (filling defaults) a copy of the payload; on failure, a message for the task's log. */
+export function parseShellPayload(payload: unknown): { payload: ShellPayload } | { error: string } {
+  const copy = structuredClone(payload ?? {});
+  const validate = compile(shellPayloadSchema);
+  if (validate(copy)) return { payload: copy as ShellPayload };
+  return {
+    error: [
+      'The task payload is not valid for tgs shell-worker:',
+      describeErrors(validate.errors, 'payload'),
+      '',
+      'A payload has `command` (an argv array, or a string run by /bin/sh -c) and `maxRunTime` (seconds), and may have',
+      '`env` ({NAME: "value"}) and `artifacts` ([{name, path, type: "file", contentType?, expires?}]). For example:',
+      `  ${EXAMPLE}`,
+    ].join('\n'),
+  };
+}
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.txt': 'text/plain; charset=utf-8',
+  '.log': 'text/plain; charset=utf-8',
+  '.md': 'text/markdown; charset=utf-8',
+  '.json': 'application/json',
+  '.html': 'text/html; charset=utf-8',
+  '.xml': 'application/xml',
+  '.csv': 'text/csv',
+  '.js': 'text/javascript',
+  '.gz': 'application/gzip',
+  '.tgz': 'application/gzip',
+  '.tar': 'application/x-tar',
+  '.zip': 'application/zip',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.svg': 'image/svg+xml',
+};
+
+export function guessContentType(path: string): string {
+  const m = /(\.[A-Za-z0-9]+)$/.exec(path);
+  return (m && CONTENT_TYPES[m[1].toLowerCase()]) || 'application/octet-stream';
+}

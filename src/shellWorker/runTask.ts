@@ -1,0 +1,260 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { ApiClient, TgsApiError, type TgsCredentials } from '../client/http.js';
+import { ArtifactUploader } from './artifacts.js';
+import { LiveLog } from './liveLog.js';
+import { guessContentType, parseShellPayload, type ShellPayload } from './payload.js';
+
+export const LIVE_LOG = 'public/logs/live.log';
+const LOG_CONTENT_TYPE = 'text/plain; charset=utf-8';
+
+/** One entry of claimWork's answer (Taskcluster's shape). */
+export interface ClaimedRun {
+  status: { taskId: string };
+  runId: number;
+  workerGroup: string;
+  workerId: string;
+  takenUntil: string;
+  task: { payload: unknown; expires: string; deadline: string; metadata?: { name?: string } };
+  credentials: TgsCredentials;
+}
+
+export interface RunOptions {
+  rootUrl: string;
+  /** parent of the per-task working directories */
+  workDir?: string;
+  /** how often the live log is re-uploaded while the command runs */
+  logIntervalMs: number;
+  log: (line: string) => void;
+}
+
+export type RunOutcome = 'completed' | 'failed' | 'malformed-payload' | 'worker-shutdown' | 'claim-lost';
+
+/** Variables of the worker that a task must not see (its credentials). */
+const PRIVATE_ENV = /^(TGS|TASKCLUSTER)_(CLIENT_ID|ACCESS_TOKEN|CERTIFICATE|ROOT_ACCESS_TOKEN)$/;
+
+function taskEnv(claim: ClaimedRun, rootUrl: string, workDir: string, payload: ShellPayload): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!PRIVATE_ENV.test(k)) env[k] = v;
+  // `node` is always at hand for task commands (the one runtime tgs itself needs)
+  env.PATH = [path.dirname(process.execPath), process.env.PATH].filter(Boolean).join(path.delimiter);
+  Object.assign(env, {
+    TASK_ID: claim.status.taskId,
+    RUN_ID: String(claim.runId),
+    TASK_WORKDIR: workDir,
+    TGS_ROOT_URL: rootUrl,
+    TASKCLUSTER_ROOT_URL: rootUrl,
+  });
+  return { ...env, ...payload.env };
+}
+
+/** Kills the command and everything it started (it runs in its own process group). */
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+const fmtSeconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+/**
+ * Runs one claimed task to its end and reports it: completed (exit 0), failed (other exit, maxRunTime,
+ * a declared artifact missing), exception malformed-payload, or, when `shutdown` aborts, worker-shutdown.
+ * The live log is re-uploaded every `logIntervalMs` while the command runs, and once more before the report.
+ */
+export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: AbortSignal): Promise<RunOutcome> {
+  const taskId = claim.status.taskId;
+  const runId = claim.runId;
+  const id = `${taskId}/${runId}`;
+  let api = new ApiClient(options.rootUrl, claim.credentials);
+  let takenUntil = Date.parse(claim.takenUntil);
+  const uploader = new ArtifactUploader(() => api, taskId, runId);
+  const liveLog = new LiveLog();
+  const expires = claim.task.expires;
+
+  let uploadedVersion = -1;
+  let uploading: Promise<void> | undefined;
+  const uploadLog = async (): Promise<void> => {
+    // one upload at a time; a caller that needs the newest bytes waits for the one in flight first
+    while (uploading) await uploading;
+    if (liveLog.version === uploadedVersion) return;
+    const version = liveLog.version;
+    uploading = uploader.upload(LIVE_LOG, liveLog.bytes(), LOG_CONTENT_TYPE, expires).then(
+      () => {
+        uploadedVersion = version;
+      },
+      (err: unknown) => options.log(`${id}: live log upload failed (retrying): ${(err as Error).message}`),
+    );
+    try {
+      await uploading;
+    } finally {
+      uploading = undefined;
+    }
+  };
+
+  const report = async (outcome: 'completed' | 'failed' | 'exception', reason?: string): Promise<void> => {
+    const path = `/task/${taskId}/runs/${runId}/${outcome}`;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await api.request('queue', 'POST', path, reason ? { reason } : undefined);
+        return;
+      } catch (err) {
+        // 409: the run is no longer ours (canceled, claim expired): nothing left to report
+        if (err instanceof TgsApiError && err.status >= 400 && err.status < 500) {
+          options.log(`${id}: report ${outcome} refused: ${err.message}`);
+          return;
+        }
+        if (attempt >= 5) throw err;
+        await new Promise((r) => setTimeout(r, 500 * attempt));
+      }
+    }
+  };
+
+  liveLog.note(`task ${taskId} run ${runId} on ${claim.workerGroup}/${claim.workerId}${claim.task.metadata?.name ? ` (${claim.task.metadata.name})` : ''}`);
+  const parsed = parseShellPayload(claim.task.payload);
+  if ('error' in parsed) {
+    liveLog.append(`${parsed.error}\n`);
+    liveLog.note('resolving the run as exception malformed-payload (it will not be retried)');
+    await uploadLog();
+    await report('exception', 'malformed-payload');
+    options.log(`${id}: malformed payload`);
+    return 'malformed-payload';
+  }
+  const payload = parsed.payload;
+  if (shutdown.aborted) {
+    liveLog.note('the worker is shutting down: resolving the run as exception worker-shutdown (the queue retries it)');
+    await uploadLog();
+    await report('exception', 'worker-shutdown');
+    return 'worker-shutdown';
+  }
+
+  const workDir = await mkdtemp(path.join(options.workDir ?? tmpdir(), `tgs-task-${taskId}-${runId}-`));
+  const [file, args, shell] = typeof payload.command === 'string' ? ['/bin/sh', ['-c', payload.command], true] : [payload.command[0], payload.command.slice(1), false];
+  liveLog.note(`working directory ${workDir}`);
+  liveLog.note(`command ${shell ? `(sh -c) ${payload.command as string}` : JSON.stringify(payload.command)}; maxRunTime ${payload.maxRunTime} s`);
+  const started = Date.now();
+  let outcome: RunOutcome | undefined;
+  let exitDescription = '';
+  const child = spawn(file, args, { cwd: workDir, env: taskEnv(claim, options.rootUrl, workDir, payload), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  child.stdout?.on('data', (d: Buffer) => liveLog.append(d));
+  child.stderr?.on('data', (d: Buffer) => liveLog.append(d));
+
+  const finished = new Promise<void>((resolve) => {
+    child.once('error', (err) => {
+      exitDescription = `could not start ${JSON.stringify(file)}: ${err.message}`;
+      outcome ??= 'failed';
+      resolve();
+    });
+    child.once('exit', (code, signal) => {
+      exitDescription = signal ? `killed by ${signal}` : `exit code ${code}`;
+      outcome ??= code === 0 ? 'completed' : 'failed';
+      // the command is gone: whatever it left behind in its process group goes too
+      killGroup(child);
+      resolve();
+    });
+  });
+  const stop = (why: RunOutcome, line: string) => {
+    if (outcome) return;
+    outcome = why;
+    liveLog.note(line);
+    killGroup(child);
+  };
+  const maxRunTimer = setTimeout(
+    () => stop('failed', `maxRunTime of ${payload.maxRunTime} s exceeded: killed the command`),
+    payload.maxRunTime * 1000,
+  );
+  const onShutdown = () => stop('worker-shutdown', 'the worker is shutting down: killed the command; resolving the run as exception worker-shutdown (the queue retries it)');
+  shutdown.addEventListener('abort', onShutdown);
+  if (shutdown.aborted) onShutdown();
+  const logTimer = setInterval(() => void uploadLog(), options.logIntervalMs);
+
+  // Reclaim well before takenUntil: when a third of the claim is left (1200 s claims: every 800 s).
+  let reclaimTimer: NodeJS.Timeout | undefined;
+  const scheduleReclaim = () => {
+    reclaimTimer = setTimeout(reclaim, Math.max(500, ((takenUntil - Date.now()) * 2) / 3));
+  };
+  const reclaim = async () => {
+    if (outcome) return;
+    try {
+      const r = await api.request<{ takenUntil: string; credentials: TgsCredentials }>('queue', 'POST', `/task/${taskId}/runs/${runId}/reclaim`);
+      api = new ApiClient(options.rootUrl, r.credentials);
+      takenUntil = Date.parse(r.takenUntil);
+    } catch (err) {
+      if (err instanceof TgsApiError && err.status >= 400 && err.status < 500) {
+        stop('claim-lost', `reclaim refused (${err.code}: ${err.message}): the run is no longer this worker's; killed the command`);
+        return;
+      }
+      options.log(`${id}: reclaim failed, retrying: ${(err as Error).message}`);
+      if (Date.now() > takenUntil) {
+        stop('claim-lost', 'the claim expired before it could be renewed: killed the command');
+        return;
+      }
+    }
+    if (!outcome) scheduleReclaim();
+  };
+  scheduleReclaim();
+
+  await finished;
+  clearTimeout(maxRunTimer);
+  clearTimeout(reclaimTimer);
+  clearInterval(logTimer);
+  shutdown.removeEventListener('abort', onShutdown);
+  // output still buffered in the pipes arrives before 'close'; do not wait for stragglers that keep them open
+  await Promise.race([new Promise((r) => child.once('close', r)), new Promise((r) => setTimeout(r, 1000))]);
+  liveLog.note(`${exitDescription} after ${fmtSeconds(Date.now() - started)}`);
+
+  let result = outcome as RunOutcome;
+  if (result === 'completed' || result === 'failed') {
+    const ok = await uploadArtifacts(payload, workDir, uploader, liveLog, expires);
+    if (!ok && result === 'completed') {
+      liveLog.note('a declared artifact could not be uploaded: the run fails');
+      result = 'failed';
+    }
+  }
+  await rm(workDir, { recursive: true, force: true }).catch((err: unknown) => options.log(`${id}: could not remove ${workDir}: ${(err as Error).message}`));
+  if (result === 'claim-lost') {
+    await uploadLog();
+    return result;
+  }
+  liveLog.note(result === 'worker-shutdown' ? 'resolved: exception worker-shutdown' : `resolved: ${result}`);
+  await uploadLog();
+  if (result === 'worker-shutdown') await report('exception', 'worker-shutdown');
+  else await report(result as 'completed' | 'failed');
+  options.log(`${id}: ${result} (${exitDescription})`);
+  return result;
+}
+
+/** Uploads `payload.artifacts`; a missing or unreadable file becomes an error artifact. True when all were uploaded. */
+async function uploadArtifacts(payload: ShellPayload, workDir: string, uploader: ArtifactUploader, liveLog: LiveLog, taskExpires: string): Promise<boolean> {
+  let ok = true;
+  for (const a of payload.artifacts) {
+    const file = path.resolve(workDir, a.path);
+    const expires = a.expires ?? taskExpires;
+    try {
+      const info = await stat(file).catch(() => undefined);
+      if (!info || !info.isFile()) {
+        const message = info ? `${a.path} is not a regular file` : `${a.path} does not exist in the working directory after the command`;
+        liveLog.note(`artifact ${a.name}: ${message}`);
+        await uploader.error(a.name, info ? 'invalid-resource-on-worker' : 'file-missing-on-worker', message, expires);
+        ok = false;
+        continue;
+      }
+      const data = await readFile(file);
+      await uploader.upload(a.name, data, a.contentType ?? guessContentType(a.path), expires);
+      liveLog.note(`artifact ${a.name}: uploaded ${a.path} (${data.length} bytes)`);
+    } catch (err) {
+      liveLog.note(`artifact ${a.name}: upload failed: ${(err as Error).message}`);
+      ok = false;
+    }
+  }
+  return ok;
+}
