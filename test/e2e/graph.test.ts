@@ -189,15 +189,19 @@ test('a task rerun more often than the queue allows blocks the graph at 50 runs 
   await stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/cancel`);
 });
 
-test('a 10,000-task graph (1 → 9,998 → 1) finishes', async () => {
-  const nodes: Record<string, { requires?: string[] }> = { root: {} };
+test('a 10,000-task graph (1 → 9,998 → 1) whose definitions total over 20 MB finishes', async () => {
+  // ~2 KB of payload per task: the definitions live in Postgres, never in a workflow payload (2 MB limit).
+  const ballast = 'x'.repeat(2100);
+  const nodes: Record<string, { requires?: string[]; payload?: Record<string, unknown> }> = { root: {} };
   const middle: string[] = [];
   for (let i = 0; i < 9998; i++) {
-    nodes[`m${i}`] = { requires: ['root'] };
+    nodes[`m${i}`] = { requires: ['root'], payload: { ballast } };
     middle.push(`m${i}`);
   }
   nodes.sink = { requires: middle };
-  const { taskGraphId, ids } = await submit(graphOf(nodes));
+  const graph = graphOf(nodes);
+  assert.ok(JSON.stringify(graph).length > 20 * 1024 * 1024);
+  const { taskGraphId, ids } = await submit(graph);
   await waitState(taskGraphId, 'finished', 240_000);
   const sink = await stack.root.request('queue', 'GET', `/task/${ids.get('sink')}/status`);
   assert.equal(sink.status.state, 'completed');
