@@ -41,7 +41,7 @@ declare module 'hawk' {
     authenticateBewit(req: RequestLike, credentialsFunc: CredentialsFunc, options?: ServerOptions): Promise<{ credentials: Credentials; attributes: { id: string; exp: string; mac: string; ext?: string } }>;
   };
   export const client: {
-    header(uri: string, method: string, options: { credentials: Credentials; ext?: string; payload?: string; contentType?: string; timestamp?: number; nonce?: string }): { header: string; artifacts: Artifacts };
+    header(uri: string, method: string, options: { credentials: Credentials; ext?: string; payload?: string; contentType?: string; timestamp?: number; nonce?: string; localtimeOffsetMsec?: number }): { header: string; artifacts: Artifacts };
     getBewit(uri: string, options: { credentials: Credentials; ttlSec: number; ext?: string }): string;
   };
   export const utils: {
