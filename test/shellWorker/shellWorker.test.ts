@@ -1,0 +1,263 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import slugid from 'slugid';
+import { startTestApi, type TestApi } from '../helpers/api.js';
+import { eventually } from '../helpers/stack.js';
+import { startShellWorker, type ShellWorker } from '../../src/shellWorker/index.js';
+import { parseShellPayload } from '../../src/shellWorker/payload.js';
+
+const repo = fileURLToPath(new URL('../..', import.meta.url));
+
+let t: TestApi;
+let scratch: string;
+let workDir: string;
+const workers: ShellWorker[] = [];
+
+before(async () => {
+  // a 3 s claim: a task that runs longer only finishes because the worker reclaims it
+  t = await startTestApi({ claimWorkWaitMs: 1000, claimTimeoutSeconds: 3 });
+  scratch = mkdtempSync(path.join(tmpdir(), 'tgs-shell-test-'));
+  workDir = mkdtempSync(path.join(tmpdir(), 'tgs-shell-work-'));
+});
+after(async () => {
+  await Promise.all(workers.map((w) => w.stop()));
+  await t.close();
+  rmSync(scratch, { recursive: true, force: true });
+  rmSync(workDir, { recursive: true, force: true });
+});
+
+/** A worker on its own workerType, so tests of this file never take each other's tasks. */
+function worker(workerType: string, capacity = 1): ShellWorker {
+  const w = startShellWorker({
+    rootUrl: t.rootUrl,
+    credentials: t.root,
+    provisionerId: 'tgs-test',
+    workerType,
+    capacity,
+    workerId: `w-${workerType}`,
+    workDir,
+    logIntervalMs: 200,
+    log: () => undefined,
+  });
+  workers.push(w);
+  return w;
+}
+
+async function createTask(workerType: string, payload: unknown, extra: Record<string, unknown> = {}): Promise<string> {
+  const taskId = slugid.nice();
+  const now = Date.now();
+  const res = await t.request('PUT', `/api/queue/v1/task/${taskId}`, {
+    provisionerId: 'tgs-test',
+    workerType,
+    created: new Date(now).toISOString(),
+    deadline: new Date(now + 3600_000).toISOString(),
+    payload,
+    metadata: { name: `shell ${workerType}`, description: 'shell worker test', owner: 'tests@example.com', source: 'https://example.com/tgs' },
+    ...extra,
+  });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return taskId;
+}
+
+async function status(taskId: string): Promise<{ state: string; runs: { state: string; reasonResolved?: string; workerId?: string }[] }> {
+  return (await t.request('GET', `/api/queue/v1/task/${taskId}/status`)).body.status;
+}
+
+function resolved(taskId: string, runs = 1) {
+  return eventually(async () => {
+    const s = await status(taskId);
+    return s.runs.length >= runs && s.runs[runs - 1].state !== 'running' && s.runs[runs - 1].state !== 'pending' && s;
+  }, `task ${taskId} run ${runs - 1} resolved`);
+}
+
+/** An artifact of the latest run, anonymously (public/ names), following the redirect to the signed URL. */
+async function artifact(taskId: string, name: string): Promise<{ status: number; text: string; contentType: string | null }> {
+  const res = await fetch(`${t.rootUrl}/api/queue/v1/task/${taskId}/artifacts/${name}`);
+  return { status: res.status, text: await res.text(), contentType: res.headers.get('content-type') };
+}
+
+test('argv command with env in a fresh working directory: completed, log and artifacts uploaded, directory removed', async () => {
+  worker('ok');
+  const taskId = await createTask('ok', {
+    command: ['node', '-e', 'const fs = require("fs"); fs.mkdirSync("out"); fs.writeFileSync("out/result.json", JSON.stringify({greeting: process.env.GREETING, task: process.env.TASK_ID, cwd: process.cwd()})); fs.writeFileSync("notes.txt", "plain"); console.log("to stdout"); console.error("to stderr"); console.log("secret=" + (process.env.TGS_ACCESS_TOKEN ?? "none"))'],
+    env: { GREETING: 'hello' },
+    maxRunTime: 60,
+    artifacts: [
+      { name: 'public/result.json', path: 'out/result.json', type: 'file' },
+      { name: 'public/notes', path: 'notes.txt', type: 'file', contentType: 'text/x-notes' },
+    ],
+  });
+  const s = await resolved(taskId);
+  assert.equal(s.state, 'completed');
+  assert.equal(s.runs[0].workerId, 'w-ok');
+
+  const result = await artifact(taskId, 'public/result.json');
+  assert.equal(result.status, 200);
+  assert.equal(result.contentType, 'application/json');
+  const body = JSON.parse(result.text) as { greeting: string; task: string; cwd: string };
+  assert.equal(body.greeting, 'hello');
+  assert.equal(body.task, taskId);
+  assert.equal(path.dirname(body.cwd), workDir);
+  assert.ok(!existsSync(body.cwd), 'the working directory is removed after the run');
+
+  const notes = await artifact(taskId, 'public/notes');
+  assert.equal(notes.text, 'plain');
+  assert.equal(notes.contentType, 'text/x-notes');
+
+  const log = await artifact(taskId, 'public/logs/live.log');
+  assert.equal(log.status, 200);
+  assert.match(log.contentType ?? '', /^text\/plain/);
+  assert.match(log.text, /to stdout/);
+  assert.match(log.text, /to stderr/);
+  assert.match(log.text, /secret=none/, 'the worker credentials are not passed to tasks');
+  assert.match(log.text, /exit code 0/);
+  assert.match(log.text, /artifact public\/result\.json: uploaded/);
+  assert.match(log.text, /resolved: completed/);
+});
+
+test('a string command runs in the shell; a non-zero exit fails the run; a missing artifact is an error artifact', async () => {
+  worker('fail');
+  const taskId = await createTask('fail', {
+    command: 'echo "shell $((6 * 7))" && exit 3',
+    maxRunTime: 60,
+    artifacts: [{ name: 'public/missing.txt', path: 'nope.txt', type: 'file' }],
+  });
+  const s = await resolved(taskId);
+  assert.equal(s.state, 'failed');
+  const log = await artifact(taskId, 'public/logs/live.log');
+  assert.match(log.text, /shell 42/);
+  assert.match(log.text, /exit code 3/);
+  assert.match(log.text, /resolved: failed/);
+  const missing = await t.request('GET', `/api/queue/v1/task/${taskId}/artifacts/public/missing.txt`, undefined, null);
+  assert.equal(missing.status, 424);
+  assert.match(missing.body.message, /nope\.txt does not exist/);
+
+  // exit 0 but a declared file missing: the run fails too
+  const second = await createTask('fail', { command: ['true'], maxRunTime: 60, artifacts: [{ name: 'public/a', path: 'a', type: 'file' }] });
+  assert.equal((await resolved(second)).state, 'failed');
+});
+
+test('maxRunTime kills the command (and what it started) and fails the run', async () => {
+  worker('slow');
+  const pidFile = path.join(scratch, 'slow.pid');
+  const taskId = await createTask('slow', { command: `sleep 300 & echo $! > ${pidFile}; echo started; wait`, maxRunTime: 1 });
+  const s = await resolved(taskId);
+  assert.equal(s.state, 'failed');
+  const log = await artifact(taskId, 'public/logs/live.log');
+  assert.match(log.text, /started/);
+  assert.match(log.text, /maxRunTime of 1 s exceeded: killed the command/);
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  // gone, or a zombie waiting for its new parent to reap it: not running any more
+  const state = () => {
+    try {
+      return /^\d+ \(.*\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1];
+    } catch {
+      return 'gone';
+    }
+  };
+  await eventually(async () => state() === 'gone' || state() === 'Z', 'the background process of the command to be killed too');
+});
+
+test('the live log is readable while the task runs; a run longer than the claim is reclaimed', async () => {
+  worker('live');
+  const go = path.join(scratch, 'live.go');
+  const taskId = await createTask('live', {
+    command: ['node', '-e', `console.log("first line"); const fs = require("fs"); const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(t); console.log("last line"); } }, 50)`],
+    maxRunTime: 120,
+  });
+  await eventually(async () => (await artifact(taskId, 'public/logs/live.log')).text.includes('first line'), 'first line in the live log');
+  assert.equal((await status(taskId)).state, 'running');
+  const early = await artifact(taskId, 'public/logs/live.log');
+  assert.doesNotMatch(early.text, /^last line$/m);
+  // outlive the 3 s claim: without reclaims the run would be resolved claim-expired by the sweep
+  const claimedUntil = Date.parse((await t.request('GET', `/api/queue/v1/task/${taskId}/status`)).body.status.runs[0].takenUntil);
+  await eventually(async () => Date.now() > claimedUntil + 1000 && (await status(taskId)).state === 'running', 'the first claim to pass with the run still running', 15_000);
+  writeFileSync(go, '');
+  const s = await resolved(taskId);
+  assert.equal(s.state, 'completed');
+  assert.equal(s.runs.length, 1);
+  assert.match((await artifact(taskId, 'public/logs/live.log')).text, /^first line\nlast line$/m);
+});
+
+test('capacity: that many tasks run at once', async () => {
+  worker('pair', 2);
+  const go = path.join(scratch, 'pair.go');
+  const command = ['node', '-e', `const t = setInterval(() => { if (require("fs").existsSync(${JSON.stringify(go)})) clearInterval(t); }, 50)`];
+  const a = await createTask('pair', { command, maxRunTime: 120 });
+  const b = await createTask('pair', { command, maxRunTime: 120 });
+  await eventually(async () => (await status(a)).state === 'running' && (await status(b)).state === 'running', 'both tasks running together');
+  writeFileSync(go, '');
+  assert.equal((await resolved(a)).state, 'completed');
+  assert.equal((await resolved(b)).state, 'completed');
+});
+
+test('a malformed payload: exception malformed-payload, the reason in the log, not retried', async () => {
+  worker('bad');
+  const taskId = await createTask('bad', { command: 42, maxRunTime: 'soon', extra: true });
+  const s = await resolved(taskId);
+  assert.equal(s.state, 'exception');
+  assert.equal(s.runs.length, 1);
+  assert.equal(s.runs[0].reasonResolved, 'malformed-payload');
+  const log = await artifact(taskId, 'public/logs/live.log');
+  assert.match(log.text, /not valid for tgs shell-worker/);
+  assert.match(log.text, /payload has unknown property "extra"/);
+  assert.match(log.text, /payload\.maxRunTime must be integer/);
+  assert.match(log.text, /For example:/);
+});
+
+test('parseShellPayload fills defaults and rejects bad artifacts', () => {
+  assert.deepEqual(parseShellPayload({ command: 'true', maxRunTime: 5 }), { payload: { command: 'true', maxRunTime: 5, env: {}, artifacts: [] } });
+  const bad = parseShellPayload({ command: [], maxRunTime: 5, artifacts: [{ name: '/abs', path: 'x', type: 'directory' }] });
+  assert.ok('error' in bad);
+  assert.match(bad.error, /payload\.command/);
+  assert.match(bad.error, /payload\.artifacts\.0\.name/);
+  assert.match(bad.error, /payload\.artifacts\.0\.type/);
+  assert.ok('error' in parseShellPayload({ command: 'x' }), 'maxRunTime is required');
+});
+
+test('SIGTERM to `tgs shell-worker`: the running task is reported worker-shutdown and the queue retries it', async () => {
+  const go = path.join(scratch, 'sigterm.go');
+  const taskId = await createTask('term', {
+    command: ['node', '-e', `console.log("working"); const t = setInterval(() => { if (require("fs").existsSync(${JSON.stringify(go)})) clearInterval(t); }, 50)`],
+    maxRunTime: 120,
+  }, { retries: 2 });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli/entry.ts', 'shell-worker', '--provisioner-id', 'tgs-test', '--worker-type', 'term', '--worker-id', 'child', '--work-dir', workDir],
+    { cwd: repo, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TGS_ROOT_URL: t.rootUrl, TGS_CLIENT_ID: t.root.clientId, TGS_ACCESS_TOKEN: t.root.accessToken }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    await eventually(async () => (await artifact(taskId, 'public/logs/live.log')).text.includes('working'), 'the task to run in the child worker');
+    const before = readdirSync(workDir).length;
+    assert.ok(before >= 1);
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0, output);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  }
+  assert.match(output, /SIGTERM, shutting down/);
+  const s = await status(taskId);
+  assert.equal(s.runs[0].state, 'exception');
+  assert.equal(s.runs[0].reasonResolved, 'worker-shutdown');
+  assert.equal(s.state, 'pending', 'retried: a new run waits for a worker');
+  assert.equal(s.runs.length, 2);
+  const log = (await fetch(`${t.rootUrl}/api/queue/v1/task/${taskId}/runs/0/artifacts/public/logs/live.log`).then((r) => r.text()));
+  assert.match(log, /the worker is shutting down/);
+  assert.match(log, /resolved: exception worker-shutdown/);
+  assert.ok(!readdirSync(workDir).some((d) => d.includes(taskId)), 'its working directory is removed');
+
+  // another worker takes the retry to the end
+  writeFileSync(go, '');
+  worker('term');
+  const done = await resolved(taskId, 2);
+  assert.equal(done.state, 'completed');
+});
