@@ -1,8 +1,8 @@
-import amqp, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import type pg from 'pg';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Config } from '../config.js';
 import { queueExchangeName } from '../exchanges/exchanges.js';
+import { connectBus, type BusChannel as Channel, type BusConnection, type BusMessage as ConsumeMessage } from '../exchanges/bus.js';
 import { SIGNALS, WORKFLOW_TYPE, workflowIdFor, type Resolution, type ResolvedState, type TaskGraphInput } from '../workflows/contract.js';
 
 export interface BridgeOptions {
@@ -68,7 +68,7 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
   const stats: BridgeStats = { received: 0, signals: 0, resolutionsForwarded: 0, dropped: 0, requeued: 0 };
   const prefix = `${config.exchangePrefix}queue/v1/`;
   let stopped = false;
-  let connection: ChannelModel | undefined;
+  let connection: BusConnection | undefined;
   let channel: Channel | undefined;
   let batch: Pending[] = [];
   let timer: NodeJS.Timeout | undefined;
@@ -203,7 +203,7 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
     let attempt = 0;
     while (!stopped) {
       try {
-        connection = await amqp.connect(config.amqpUrl);
+        connection = await connectBus(config.amqpUrl);
         channel = await connection.createChannel();
         await channel.prefetch(2000);
         await channel.assertQueue(queueName, { durable: true });

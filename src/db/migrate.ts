@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import type pg from 'pg';
+import { isPgliteUrl } from './pglite.js';
 
 /** src/sql holds numbered migrations `NNN_name.sql`, shipped with the package (also from dist/). */
 export const migrationsDir = fileURLToPath(new URL('../../src/sql/', import.meta.url));
@@ -66,6 +67,7 @@ export async function migrate(pool: pg.Pool, log: (line: string) => void = () =>
  * so `tgs dev` and `tgs api` work without a manual `createdb`.
  */
 export async function ensureDatabase(databaseUrl: string, log: (line: string) => void = (l) => console.error(l)): Promise<void> {
+  if (isPgliteUrl(databaseUrl)) return; // the embedded database is created when opened
   const { default: pgModule } = await import('pg');
   const probe = new pgModule.Client({ connectionString: databaseUrl });
   try {

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { createPglitePool, isPgliteUrl, openPgliteSession, type PgliteSession } from './pglite.js';
 
 /** Anything that can run a query: a pool or a client inside a transaction. */
 export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
@@ -7,11 +8,30 @@ export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
 // and parse int8 (counts) as numbers: no count here comes near 2^53.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
+/** A pg.Pool on DATABASE_URL; a `pglite:` URL gives the embedded database's shared pool (src/db/pglite.ts). */
 export function createPool(databaseUrl: string, max = 10): pg.Pool {
+  if (isPgliteUrl(databaseUrl)) return createPglitePool(databaseUrl);
   const pool = new pg.Pool({ connectionString: databaseUrl, max });
   // An idle client that loses its connection must not crash the process.
   pool.on('error', (err) => console.error('postgres pool error:', err.message));
   return pool;
+}
+
+/** A dedicated connection for LISTEN and session-level advisory locks (what a pg.Client offers them). */
+export type DbSession = PgliteSession;
+
+/** Opens a DbSession: a connected pg.Client, or on PGlite a view of its one shared session. */
+export async function connectSession(databaseUrl: string): Promise<DbSession> {
+  if (isPgliteUrl(databaseUrl)) return openPgliteSession(databaseUrl);
+  const client = new pg.Client({ connectionString: databaseUrl });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+  return client;
 }
 
 const PENDING_NOTIFICATIONS = Symbol('pendingNotifications');

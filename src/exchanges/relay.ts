@@ -1,7 +1,7 @@
-import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Config } from '../config.js';
-import { createPool } from '../db/pool.js';
+import { connectSession, createPool, type DbSession } from '../db/pool.js';
+import { connectBus, type BusConfirmChannel, type BusConnection } from './bus.js';
 import { declareExchanges } from './declare.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 
@@ -42,9 +42,9 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
   let wake: (() => void) | undefined;
   // A NOTIFY that arrives while a batch is being published must not be lost: it skips the next sleep.
   let notified = false;
-  let lockClient: pg.Client | undefined;
-  let amqpConnection: ChannelModel | undefined;
-  let channel: ConfirmChannel | undefined;
+  let lockClient: DbSession | undefined;
+  let amqpConnection: BusConnection | undefined;
+  let channel: BusConfirmChannel | undefined;
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -66,9 +66,7 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
   const acquireLock = async () => {
     while (!stopped) {
       try {
-        const client = new pg.Client({ connectionString: config.databaseUrl });
-        client.on('error', () => undefined);
-        await client.connect();
+        const client = await connectSession(config.databaseUrl);
         for (;;) {
           if (stopped) {
             await client.end();
@@ -99,7 +97,7 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
     while (!stopped) {
       try {
         // named so operators (and tests) can find it in `rabbitmqctl list_connections`
-        const connection = await amqp.connect(config.amqpUrl, { clientProperties: { connection_name: options.connectionName ?? 'tgs-relay' } });
+        const connection = await connectBus(config.amqpUrl, { connectionName: options.connectionName ?? 'tgs-relay' });
         connection.on('error', () => undefined);
         connection.on('close', () => {
           if (amqpConnection === connection) {
@@ -127,7 +125,7 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
     }
   };
 
-  const publishBatch = async (ch: ConfirmChannel): Promise<number> => {
+  const publishBatch = async (ch: BusConfirmChannel): Promise<number> => {
     const { rows } = await pool.query<OutboxRow>(
       `SELECT id, message_id, exchange, routing_key, cc, payload FROM outbox ORDER BY id LIMIT ${BATCH}`,
     );

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { connectSession, type DbSession } from '../db/pool.js';
 import { PENDING_CHANNEL } from './notify.js';
 
 /**
@@ -7,7 +7,7 @@ import { PENDING_CHANNEL } from './notify.js';
  * connection was being re-established.
  */
 export class ClaimWaiter {
-  private client: pg.Client | undefined;
+  private client: DbSession | undefined;
   private readonly waiters = new Map<string, Set<() => void>>();
   /** Notifications seen per queue: a claimer that looked before a notification must not sleep through it. */
   private readonly generations = new Map<string, number>();
@@ -17,11 +17,10 @@ export class ClaimWaiter {
 
   async start(): Promise<void> {
     try {
-      const client = new pg.Client({ connectionString: this.databaseUrl });
+      const client = await connectSession(this.databaseUrl);
       client.on('notification', (msg) => this.wake(msg.payload ?? ''));
       client.on('error', () => this.reconnect());
       client.on('end', () => this.reconnect());
-      await client.connect();
       await client.query(`LISTEN ${PENDING_CHANNEL}`);
       this.client = client;
       // Anything that happened while we were not listening: let every waiter look again.
