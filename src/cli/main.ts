@@ -7,6 +7,8 @@ import { registerDevCommand } from './commands/dev.js';
 import { registerRelayCommand } from './commands/relay.js';
 import { registerClientCommand } from './commands/client.js';
 import { registerShellWorkerCommand } from './commands/shellWorker.js';
+import { registerGraphCommand } from './commands/graph.js';
+import { registerTaskCommand } from './commands/task.js';
 
 /** `tgs <command>`: every command registers itself from src/cli/commands/<command>.ts. */
 export async function main(argv: string[]): Promise<void> {
@@ -21,6 +23,8 @@ export async function main(argv: string[]): Promise<void> {
   registerRelayCommand(program);
   registerClientCommand(program);
   registerShellWorkerCommand(program);
+  registerGraphCommand(program);
+  registerTaskCommand(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {

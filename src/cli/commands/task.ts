@@ -1,0 +1,167 @@
+import type { Command } from 'commander';
+import { writeFileSync } from 'node:fs';
+import { requireCredentials, resolveCredentials } from '../../client/credentials.js';
+import { TgsApiError } from '../../client/http.js';
+import type { TaskRun, TaskStatus, TgsClient } from '../../client/tgsClient.js';
+import { withClient } from './graph.js';
+
+const LIVE_LOG = 'public/logs/live.log';
+const isResolved = (state: string) => state === 'completed' || state === 'failed' || state === 'exception';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function runId(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value)) throw new Error(`--run ${JSON.stringify(value)}: give a run number (0, 1, …)`);
+  return Number(value);
+}
+
+function describeRun(r: TaskRun): string {
+  const reason = r.reasonResolved && r.reasonResolved !== r.state ? ` (${r.reasonResolved})` : '';
+  const where = r.workerId ? ` on ${r.workerGroup}/${r.workerId}` : '';
+  const when = r.resolved ? `resolved ${r.resolved}` : r.started ? `started ${r.started}` : `scheduled ${r.scheduled}`;
+  return `run ${r.runId}  ${r.state}${reason}${where}, ${when} [${r.reasonCreated}]`;
+}
+
+function printStatus(s: TaskStatus): void {
+  console.log(`task         ${s.taskId}`);
+  console.log(`state        ${s.state}`);
+  console.log(`queue        ${s.taskQueueId} (priority ${s.priority}, ${s.retriesLeft} retries left)`);
+  console.log(`task group   ${s.taskGroupId} (scheduler ${s.schedulerId})`);
+  console.log(`deadline     ${s.deadline}`);
+  for (const r of s.runs) console.log(`  ${describeRun(r)}`);
+  if (s.runs.length === 0) console.log('  no runs yet');
+}
+
+/** The run to show: the one asked for, or the latest (undefined while the task has none). */
+function pickRun(status: TaskStatus, wanted: number | undefined): TaskRun | undefined {
+  if (wanted === undefined) return status.runs[status.runs.length - 1];
+  const run = status.runs[wanted];
+  if (!run) throw new Error(`task ${status.taskId} has no run ${wanted} (it has ${status.runs.length})`);
+  return run;
+}
+
+/** The live log of a run, or undefined while nothing has been uploaded yet. */
+async function readLog(client: TgsClient, taskId: string, run: number): Promise<Buffer | undefined> {
+  try {
+    return (await client.artifact(taskId, LIVE_LOG, { runId: run })).data;
+  } catch (err) {
+    if (err instanceof TgsApiError && err.status === 404) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Prints a run's live log; with `follow`, keeps printing what is added (the worker re-uploads the whole log) until
+ * the run resolves, then goes on to the task's next run if one starts (a retry).
+ */
+async function printLog(client: TgsClient, taskId: string, wanted: number | undefined, follow: boolean): Promise<void> {
+  let status = await client.taskStatus(taskId);
+  let run = pickRun(status, wanted);
+  if (!follow) {
+    if (!run) throw new Error(`task ${taskId} has no run yet (it is ${status.state}); follow it with: tgs task log -f ${taskId}`);
+    const log = await readLog(client, taskId, run.runId);
+    if (!log) throw new Error(`run ${run.runId} of ${taskId} has no ${LIVE_LOG} (yet): its worker uploads one while it runs`);
+    process.stdout.write(log);
+    return;
+  }
+  let printed = 0;
+  for (;;) {
+    if (run) {
+      const resolvedBefore = isResolved(run.state);
+      const log = await readLog(client, taskId, run.runId);
+      if (log && log.length > printed) {
+        process.stdout.write(log.subarray(printed));
+        printed = log.length;
+      }
+      if (resolvedBefore) {
+        // the final upload happens before the report, so this read has the whole log
+        if (wanted !== undefined) return;
+        status = await client.taskStatus(taskId);
+        const next = status.runs[run.runId + 1];
+        if (!next && (isResolved(status.state) || status.state === 'unscheduled')) return;
+        if (next) {
+          process.stderr.write(`tgs: run ${run.runId} ${run.state}${run.reasonResolved ? ` (${run.reasonResolved})` : ''}; following run ${next.runId}\n`);
+          run = next;
+          printed = 0;
+          continue;
+        }
+      }
+    }
+    await sleep(1000);
+    status = await client.taskStatus(taskId);
+    // stay on the run being printed until it resolves (then the loop above moves on)
+    run = run ? status.runs[run.runId] : pickRun(status, wanted);
+  }
+}
+
+export function registerTaskCommand(program: Command): void {
+  const task = program.command('task').description('look at and act on queue tasks; uses TGS_ROOT_URL, TGS_CLIENT_ID, TGS_ACCESS_TOKEN');
+
+  task
+    .command('status <taskId>')
+    .description('state and runs of a task')
+    .option('--json', 'print the API answer as JSON')
+    .action(async (taskId: string, opts: { json?: boolean }) => {
+      const status = await withClient(resolveCredentials(), (c) => c.taskStatus(taskId));
+      if (opts.json) console.log(JSON.stringify(status, null, 2));
+      else printStatus(status);
+    });
+
+  task
+    .command('log <taskId>')
+    .description(`print the task's ${LIVE_LOG} (latest run unless --run)`)
+    .option('-f, --follow', 'keep printing as the log grows, until the run (and any retry) resolves')
+    .option('--run <runId>', 'which run')
+    .action(async (taskId: string, opts: { follow?: boolean; run?: string }) => {
+      await withClient(resolveCredentials(), (c) => printLog(c, taskId, runId(opts.run), Boolean(opts.follow)));
+    });
+
+  task
+    .command('artifacts <taskId>')
+    .description('list the artifacts of a run (latest unless --run), or download one with --get')
+    .option('--run <runId>', 'which run')
+    .option('--get <name>', 'write this artifact to stdout (or to --output)')
+    .option('-o, --output <file>', 'with --get: the file to write')
+    .option('--json', 'print the list as JSON')
+    .action(async (taskId: string, opts: { run?: string; get?: string; output?: string; json?: boolean }) => {
+      const run = runId(opts.run);
+      await withClient(resolveCredentials(), async (c) => {
+        if (opts.get) {
+          const { data } = await c.artifact(taskId, opts.get, { runId: run });
+          if (opts.output) writeFileSync(opts.output, data);
+          else process.stdout.write(data);
+          return;
+        }
+        const artifacts = await c.listArtifacts(taskId, { runId: run });
+        if (opts.json) {
+          console.log(JSON.stringify(artifacts, null, 2));
+          return;
+        }
+        if (artifacts.length === 0) {
+          console.log(`no artifacts${run === undefined ? ' in the latest run' : ` in run ${run}`}`);
+          return;
+        }
+        const width = Math.max('NAME'.length, ...artifacts.map((a) => a.name.length));
+        console.log(`${'NAME'.padEnd(width)}  STORAGE    CONTENT TYPE                URL`);
+        for (const a of artifacts) {
+          console.log(`${a.name.padEnd(width)}  ${a.storageType.padEnd(9)}  ${a.contentType.padEnd(26)}  ${c.artifactUrl(taskId, a.name, { runId: run })}`);
+        }
+      });
+    });
+
+  task
+    .command('rerun <taskId>')
+    .description('rerun a resolved task in the queue (for a task of a graph, `tgs graph rerun` also unblocks the graph)')
+    .action(async (taskId: string) => {
+      const status = await withClient(requireCredentials(), (c) => c.rerunTask(taskId));
+      console.log(`task ${taskId} is ${status.state} (run ${status.runs.length - 1})`);
+    });
+
+  task
+    .command('cancel <taskId>')
+    .description('cancel an unresolved task')
+    .action(async (taskId: string) => {
+      const status = await withClient(requireCredentials(), (c) => c.cancelTask(taskId));
+      console.log(`task ${taskId} is ${status.state}`);
+    });
+}

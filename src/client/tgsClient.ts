@@ -1,0 +1,332 @@
+import slugid from 'slugid';
+import { ApiClient, TgsApiError, type TgsCredentials } from './http.js';
+import { resolveCredentials } from './credentials.js';
+
+export { TgsApiError, type TgsCredentials };
+
+export type GraphState = 'running' | 'blocked' | 'finished' | 'canceled';
+export type TaskState = 'unscheduled' | 'pending' | 'running' | 'completed' | 'failed' | 'exception';
+
+/** One node of a task-graph (seed 000): the task definition, the labels it requires, its reruns. */
+export interface TaskGraphNode {
+  requires?: string[];
+  reruns?: number;
+  /** a queue task definition; `{"$subs": "taskId:<label>"}` anywhere in it becomes that label's taskId */
+  task: Record<string, unknown>;
+}
+
+/** A task-graph as `PUT /task-graph/<taskGraphId>` takes it (seed 000 plus scopes, metadata, tags). */
+export interface TaskGraph {
+  routing?: string;
+  tasks: Record<string, TaskGraphNode>;
+  scopes?: string[];
+  metadata?: { name?: string; description?: string; owner?: string; source?: string };
+  tags?: Record<string, string>;
+}
+
+/** Seed 000's task-graph status structure. */
+export interface GraphStatus {
+  schedulerId: string;
+  taskGraphId: string;
+  state: GraphState;
+  routing: string;
+}
+
+export interface SubmittedGraph {
+  taskGraphId: string;
+  status: GraphStatus;
+  /** label → taskId of the tasks created (all of them for submit, the new ones for extend) */
+  tasks: { label: string; taskId: string }[];
+}
+
+/** `GET .../info`: the status with task counts by queue state and the blocking tasks. */
+export interface GraphInfo {
+  status: GraphStatus;
+  origin: 'graph' | 'queue';
+  metadata: Record<string, string>;
+  tags: Record<string, string>;
+  scopes: string[];
+  taskCount: number;
+  counts: Partial<Record<TaskState, number>>;
+  /** taskIds of the failed tasks that block the graph */
+  blockedBy: string[];
+  created: string;
+  updated: string;
+  workflowId: string;
+}
+
+/** One task of a graph, as `inspect` shows it. */
+export interface GraphTask {
+  label: string;
+  taskId: string;
+  requires: string[];
+  dependents: string[];
+  reruns: number;
+  rerunsLeft: number;
+  state: TaskState | 'missing';
+}
+
+export interface TaskRun {
+  runId: number;
+  state: Exclude<TaskState, 'unscheduled'>;
+  reasonCreated: string;
+  reasonResolved?: string;
+  workerGroup?: string;
+  workerId?: string;
+  takenUntil?: string;
+  scheduled: string;
+  started?: string;
+  resolved?: string;
+}
+
+/** Taskcluster's task status structure. */
+export interface TaskStatus {
+  taskId: string;
+  provisionerId: string;
+  workerType: string;
+  taskQueueId: string;
+  schedulerId: string;
+  projectId: string;
+  taskGroupId: string;
+  priority: string;
+  deadline: string;
+  expires: string;
+  retriesLeft: number;
+  state: TaskState;
+  runs: TaskRun[];
+}
+
+export interface ArtifactInfo {
+  storageType: 's3' | 'reference' | 'error';
+  name: string;
+  expires: string;
+  contentType: string;
+}
+
+export interface ArtifactContent {
+  data: Buffer;
+  contentType: string;
+  /** where the bytes came from (a signed URL, or a reference artifact's URL) */
+  url: string;
+}
+
+export interface WaitOptions {
+  /** called after every poll with the graph's info */
+  onProgress?: (info: GraphInfo) => void | Promise<void>;
+  /** stops waiting (rejects with the signal's reason) */
+  signal?: AbortSignal;
+  /** the longest pause between polls; polling starts at 100 ms and backs off to this (at most 1000 ms) */
+  maxIntervalMs?: number;
+}
+
+/**
+ * waitForGraph's rejection when the graph is blocked or canceled: the state, the graph's info and the
+ * tasks that block it (failed or exception, with their labels).
+ */
+export class GraphNotFinishedError extends Error {
+  constructor(
+    readonly taskGraphId: string,
+    readonly state: 'blocked' | 'canceled',
+    readonly info: GraphInfo,
+    readonly blocking: GraphTask[],
+  ) {
+    const names = blocking.map((t) => `${t.label} (${t.taskId}, ${t.state})`).join(', ');
+    super(state === 'blocked' ? `task-graph ${taskGraphId} is blocked by ${names || 'a failed task'}` : `task-graph ${taskGraphId} was canceled`);
+    this.name = 'GraphNotFinishedError';
+  }
+}
+
+const enc = encodeURIComponent;
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+const artifactPath = (name: string) => name.split('/').map(enc).join('/');
+
+/**
+ * A typed client for tgs's scheduler and queue APIs over HTTP, with Hawk credentials (permanent or temporary).
+ *
+ *     const tgs = new TgsClient({ rootUrl: 'http://127.0.0.1:8080', credentials: { clientId, accessToken } });
+ *     const { taskGraphId } = await tgs.submitGraph(graph);
+ *     await tgs.waitForGraph(taskGraphId); // rejects with GraphNotFinishedError when it blocks
+ */
+export class TgsClient {
+  readonly rootUrl: string;
+  readonly credentials?: TgsCredentials;
+  private readonly api: ApiClient;
+
+  constructor(options: { rootUrl: string; credentials?: TgsCredentials }) {
+    this.rootUrl = options.rootUrl.replace(/\/+$/, '');
+    this.credentials = options.credentials;
+    this.api = new ApiClient(this.rootUrl, this.credentials);
+  }
+
+  /** From TGS_ROOT_URL / TGS_CLIENT_ID / TGS_ACCESS_TOKEN (or the TASKCLUSTER_ ones), as the CLI does. */
+  static fromEnvironment(env: NodeJS.ProcessEnv = process.env): TgsClient {
+    const resolved = resolveCredentials(env);
+    return new TgsClient({ rootUrl: resolved.rootUrl, credentials: resolved.credentials });
+  }
+
+  private scheduler<T>(method: string, path: string, body?: unknown): Promise<T> {
+    return this.api.request<T>('scheduler', method, path, body);
+  }
+
+  private queue<T>(method: string, path: string, body?: unknown): Promise<T> {
+    return this.api.request<T>('queue', method, path, body);
+  }
+
+  /** Where the web UI shows the graph. */
+  graphUrl(taskGraphId: string): string {
+    return `${this.rootUrl}/ui/task-graph/${taskGraphId}`;
+  }
+
+  /** Creates the graph (a new slugid unless `taskGraphId` is given; the same graph again is idempotent). */
+  async submitGraph(graph: TaskGraph, options: { taskGraphId?: string } = {}): Promise<SubmittedGraph> {
+    const taskGraphId = options.taskGraphId ?? slugid.nice();
+    const answer = await this.scheduler<Omit<SubmittedGraph, 'taskGraphId'>>('PUT', `/task-graph/${enc(taskGraphId)}`, graph);
+    return { taskGraphId, ...answer };
+  }
+
+  /** Adds tasks to a running or blocked graph; they may require existing labels. */
+  async extendGraph(taskGraphId: string, extension: { tasks: Record<string, TaskGraphNode> }): Promise<SubmittedGraph> {
+    const answer = await this.scheduler<Omit<SubmittedGraph, 'taskGraphId'>>('POST', `/task-graph/${enc(taskGraphId)}/extend`, extension);
+    return { taskGraphId, ...answer };
+  }
+
+  async graphStatus(taskGraphId: string): Promise<GraphStatus> {
+    return (await this.scheduler<{ status: GraphStatus }>('GET', `/task-graph/${enc(taskGraphId)}/status`)).status;
+  }
+
+  /** Status plus counts by task state, blocking tasks, metadata. */
+  graphInfo(taskGraphId: string): Promise<GraphInfo> {
+    return this.scheduler<GraphInfo>('GET', `/task-graph/${enc(taskGraphId)}/info`);
+  }
+
+  /** Every task of the graph (all pages), or one task by taskId or label. */
+  async inspect(taskGraphId: string): Promise<GraphTask[]>;
+  async inspect(taskGraphId: string, taskIdOrLabel: string): Promise<GraphTask>;
+  async inspect(taskGraphId: string, taskIdOrLabel?: string): Promise<GraphTask[] | GraphTask> {
+    if (taskIdOrLabel !== undefined) return this.scheduler<GraphTask>('GET', `/task-graph/${enc(taskGraphId)}/inspect/${enc(taskIdOrLabel)}`);
+    const tasks: GraphTask[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.scheduler<{ tasks: GraphTask[]; continuationToken?: string }>(
+        'GET',
+        `/task-graph/${enc(taskGraphId)}/inspect?limit=10000${token ? `&continuationToken=${enc(token)}` : ''}`,
+      );
+      tasks.push(...page.tasks);
+      token = page.continuationToken;
+    } while (token);
+    return tasks;
+  }
+
+  /**
+   * Polls the graph (100 ms, backing off to at most 1 s) until it is finished (resolves with its info), or
+   * blocked / canceled (rejects with GraphNotFinishedError naming the blocking tasks).
+   */
+  async waitForGraph(taskGraphId: string, options: WaitOptions = {}): Promise<GraphInfo> {
+    const maxInterval = Math.min(Math.max(options.maxIntervalMs ?? 1000, 50), 1000);
+    let interval = 100;
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const info = await this.graphInfo(taskGraphId);
+      await options.onProgress?.(info);
+      const state = info.status.state;
+      if (state === 'finished') return info;
+      if (state === 'blocked' || state === 'canceled') {
+        throw new GraphNotFinishedError(taskGraphId, state, info, await this.blockingTasks(taskGraphId, info));
+      }
+      await sleep(interval, options.signal);
+      interval = Math.min(maxInterval, Math.round(interval * 1.5));
+    }
+  }
+
+  /** The failed / exception tasks of the graph (the first 20), with labels. */
+  async blockingTasks(taskGraphId: string, info?: GraphInfo): Promise<GraphTask[]> {
+    const ids = (info ?? (await this.graphInfo(taskGraphId))).blockedBy.slice(0, 20);
+    return Promise.all(ids.map((id) => this.inspect(taskGraphId, id)));
+  }
+
+  /**
+   * Reruns a resolved task of the graph (by taskId or label) through the workflow; answers at once whether it
+   * was accepted (a refusal is a 409 TgsApiError). `resetDependents` also reruns its resolved dependents.
+   */
+  rerun(taskGraphId: string, taskIdOrLabel: string, options: { resetDependents?: boolean } = {}): Promise<{ accepted: true } & Record<string, unknown>> {
+    return this.scheduler('POST', `/task-graph/${enc(taskGraphId)}/rerun/${enc(taskIdOrLabel)}`, { resetDependents: options.resetDependents ?? false });
+  }
+
+  /** Cancels every unresolved task of the graph; the graph becomes canceled. */
+  async cancel(taskGraphId: string): Promise<GraphStatus> {
+    return (await this.scheduler<{ status: GraphStatus }>('POST', `/task-graph/${enc(taskGraphId)}/cancel`)).status;
+  }
+
+  async taskStatus(taskId: string): Promise<TaskStatus> {
+    return (await this.queue<{ status: TaskStatus }>('GET', `/task/${enc(taskId)}/status`)).status;
+  }
+
+  /** The task definition. */
+  task(taskId: string): Promise<Record<string, unknown>> {
+    return this.queue('GET', `/task/${enc(taskId)}`);
+  }
+
+  /** Reruns a resolved task in the queue (a new run); for graph tasks prefer `rerun`, which the graph tracks. */
+  async rerunTask(taskId: string): Promise<TaskStatus> {
+    return (await this.queue<{ status: TaskStatus }>('POST', `/task/${enc(taskId)}/rerun`)).status;
+  }
+
+  async cancelTask(taskId: string): Promise<TaskStatus> {
+    return (await this.queue<{ status: TaskStatus }>('POST', `/task/${enc(taskId)}/cancel`)).status;
+  }
+
+  /** The artifacts of a run (the latest unless `runId`), all pages. */
+  async listArtifacts(taskId: string, options: { runId?: number } = {}): Promise<ArtifactInfo[]> {
+    const base = options.runId === undefined ? `/task/${enc(taskId)}/artifacts` : `/task/${enc(taskId)}/runs/${options.runId}/artifacts`;
+    const artifacts: ArtifactInfo[] = [];
+    let token: string | undefined;
+    do {
+      const page = await this.queue<{ artifacts: ArtifactInfo[]; continuationToken?: string }>('GET', `${base}${token ? `?continuationToken=${enc(token)}` : ''}`);
+      artifacts.push(...page.artifacts);
+      token = page.continuationToken;
+    } while (token);
+    return artifacts;
+  }
+
+  /** The URL of an artifact (latest run unless `runId`); names under `public/` need no credentials to read. */
+  artifactUrl(taskId: string, name: string, options: { runId?: number } = {}): string {
+    const run = options.runId === undefined ? '' : `/runs/${options.runId}`;
+    return `${this.rootUrl}/api/queue/v1/task/${enc(taskId)}${run}/artifacts/${artifactPath(name)}`;
+  }
+
+  /**
+   * An artifact's bytes (latest run unless `runId`). Not uploaded yet → TgsApiError 404; an error artifact →
+   * TgsApiError 424 `ArtifactNotPresent` with its reason.
+   */
+  async artifact(taskId: string, name: string, options: { runId?: number } = {}): Promise<ArtifactContent> {
+    const run = options.runId === undefined ? '' : `/runs/${options.runId}`;
+    const where = await this.queue<{ storageType: string; url?: string; reason?: string; message?: string }>(
+      'GET',
+      `/task/${enc(taskId)}${run}/artifact-content/${artifactPath(name)}`,
+    );
+    if (where.storageType === 'error' || !where.url) {
+      throw new TgsApiError(424, 'ArtifactNotPresent', `artifact ${name} of ${taskId} is an error artifact (${where.reason}): ${where.message}`, where);
+    }
+    let res: Response;
+    try {
+      res = await fetch(where.url);
+    } catch (err) {
+      throw new TgsApiError(0, 'ConnectionFailed', `cannot download ${where.url}: ${(err as Error).cause ?? (err as Error).message}`);
+    }
+    if (!res.ok) throw new TgsApiError(res.status, 'DownloadFailed', `downloading artifact ${name} of ${taskId}: ${res.status} ${(await res.text()).slice(0, 200)}`);
+    return { data: Buffer.from(await res.arrayBuffer()), contentType: res.headers.get('content-type') ?? 'application/octet-stream', url: where.url };
+  }
+}

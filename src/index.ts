@@ -1,0 +1,26 @@
+/**
+ * The `tgs` package: `import { TgsClient } from 'tgs'`.
+ *
+ * TgsClient submits, extends, watches, reruns and cancels task-graphs and reads tasks and artifacts over HTTP
+ * with Hawk; startShellWorker runs a `tgs shell-worker` inside a Node process.
+ */
+export {
+  TgsClient,
+  TgsApiError,
+  GraphNotFinishedError,
+  type TgsCredentials,
+  type TaskGraph,
+  type TaskGraphNode,
+  type GraphState,
+  type GraphStatus,
+  type GraphInfo,
+  type GraphTask,
+  type SubmittedGraph,
+  type TaskState,
+  type TaskStatus,
+  type TaskRun,
+  type ArtifactInfo,
+  type ArtifactContent,
+  type WaitOptions,
+} from './client/tgsClient.js';
+export { startShellWorker, type ShellWorker, type ShellWorkerOptions, type ShellPayload, type ArtifactSpec } from './shellWorker/index.js';
