@@ -35,7 +35,7 @@ export function renderMarkdown(r: Results): string {
     const q = r.queue;
     lines.push(
       `| queue | enqueue → claim p50 / p99 | ${fmt(q.claim_p50_ms, ' ms')} / ${fmt(q.claim_p99_ms, ' ms')} | Taskcluster workers sleep 1 s between empty polls | p50 ≤ 10 ms |`,
-      `| | claim + complete, 16 claimers | ${fmt(q.claim_complete_per_s)} tasks/s | | ≥ 2,000 tasks/s |`,
+      `| | claim + complete, 16 claimers | ${fmt(q.claim_complete_per_s)} tasks/s claiming 1 per call; ${fmt(q.claim_complete_batch8_per_s)} tasks/s claiming up to 8 | | ≥ 2,000 tasks/s |`,
     );
   }
   if (r.ui) {

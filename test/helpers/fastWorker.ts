@@ -55,19 +55,21 @@ export function startFastWorker(options: {
         continue;
       }
       for (const task of claimed) options.onClaim?.(task);
-      for (const task of claimed) {
-        const outcome = await decide(task);
-        const path = `/task/${task.taskId}/runs/${task.runId}/${outcome}`;
-        try {
-          await api.request('queue', 'POST', path, outcome === 'exception' ? { reason: 'malformed-payload' } : undefined, task.credentials);
-        } catch (err) {
-          if (stopped) return;
-          console.error(`fast worker: reporting ${path} failed: ${(err as Error).message}`);
-          continue;
-        }
-        reported.push({ taskId: task.taskId, runId: task.runId, outcome });
-        options.onReport?.(task, outcome);
-      }
+      // A worker with capacity runs what it claimed side by side: the reports of one batch go out together.
+      await Promise.all(
+        claimed.map(async (task) => {
+          const outcome = await decide(task);
+          const path = `/task/${task.taskId}/runs/${task.runId}/${outcome}`;
+          try {
+            await api.request('queue', 'POST', path, outcome === 'exception' ? { reason: 'malformed-payload' } : undefined, task.credentials);
+          } catch (err) {
+            if (!stopped) console.error(`fast worker: reporting ${path} failed: ${(err as Error).message}`);
+            return;
+          }
+          reported.push({ taskId: task.taskId, runId: task.runId, outcome });
+          options.onReport?.(task, outcome);
+        }),
+      );
     }
   };
   const loops = Array.from({ length: options.concurrency ?? 4 }, (_, i) => loop(i));
