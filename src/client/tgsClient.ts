@@ -4,8 +4,11 @@ import { resolveCredentials } from './credentials.js';
 
 export { TgsApiError, type TgsCredentials };
 
+import type { TaskState, TaskStatus } from '../queue/taskRow.js';
+
+/** Taskcluster's task status structure and its runs (index = runId). */
+export type { TaskState, TaskStatus, Run as TaskRun } from '../queue/taskRow.js';
 export type GraphState = 'running' | 'blocked' | 'finished' | 'canceled';
-export type TaskState = 'unscheduled' | 'pending' | 'running' | 'completed' | 'failed' | 'exception';
 
 /** One node of a task-graph (seed 000): the task definition, the labels it requires, its reruns. */
 export interface TaskGraphNode {
@@ -64,36 +67,6 @@ export interface GraphTask {
   reruns: number;
   rerunsLeft: number;
   state: TaskState | 'missing';
-}
-
-export interface TaskRun {
-  runId: number;
-  state: Exclude<TaskState, 'unscheduled'>;
-  reasonCreated: string;
-  reasonResolved?: string;
-  workerGroup?: string;
-  workerId?: string;
-  takenUntil?: string;
-  scheduled: string;
-  started?: string;
-  resolved?: string;
-}
-
-/** Taskcluster's task status structure. */
-export interface TaskStatus {
-  taskId: string;
-  provisionerId: string;
-  workerType: string;
-  taskQueueId: string;
-  schedulerId: string;
-  projectId: string;
-  taskGroupId: string;
-  priority: string;
-  deadline: string;
-  expires: string;
-  retriesLeft: number;
-  state: TaskState;
-  runs: TaskRun[];
 }
 
 export interface ArtifactInfo {
