@@ -9,7 +9,8 @@ import slugid from 'slugid';
 import { stringify as toYaml } from 'yaml';
 import { startStack, type Stack } from '../helpers/stack.js';
 import { startShellWorker, type ShellWorker } from '../../src/shellWorker/index.js';
-import { fromNow, withTaskDefaults } from '../../src/cli/commands/graph.js';
+import { fromNow, Progress, withTaskDefaults } from '../../src/cli/commands/graph.js';
+import type { GraphInfo, GraphState, TgsClient } from '../../src/client/tgsClient.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -259,4 +260,23 @@ test('graph file defaults: created, deadline, metadata and $fromNow', () => {
   assert.equal(fromNow('-15 min', now), '2029-12-31T23:45:00.000Z');
   assert.throws(() => fromNow('soon', now), /write a duration like/);
   assert.throws(() => fromNow('3 fortnights', now), /unknown unit "fortnights"/);
+});
+
+test('progress on a TTY: the block is redrawn in place (cursor up, clear), long lines cut to the width', async () => {
+  const writes: string[] = [];
+  const out = { isTTY: true, columns: 60, write: (s: string) => writes.push(s) } as unknown as NodeJS.WriteStream;
+  const running = Array.from({ length: 12 }, (_, i) => ({ label: `job-${i}`, taskId: slugid.nice(), state: 'running' }));
+  const fakeClient = { inspect: async () => running } as unknown as TgsClient;
+  const progress = new Progress(fakeClient, 'G', out);
+  const info = (state: GraphState, counts: GraphInfo['counts']) => ({ status: { state }, taskCount: 14, counts }) as GraphInfo;
+  await progress.update(info('running', { running: 12, unscheduled: 2 }));
+  await progress.update(info('running', { running: 12, unscheduled: 2 }));
+  await progress.update(info('finished', { completed: 14 }));
+  assert.equal(writes.length, 3);
+  assert.match(writes[0], /^task-graph G · running · \d+\.\ds\n {2}14 tasks: 0 completed, 12 running, 2 unscheduled\n {2}running: job-0, job-1, .*…\n$/);
+  assert.ok(!writes[0].includes(ESC));
+  assert.ok(writes[1].startsWith(`${ESC}[3A${ESC}[J`), 'moves up over the 3 lines drawn before and clears them');
+  assert.ok(writes[2].startsWith(`${ESC}[3A${ESC}[J`));
+  assert.match(writes[2], /finished · \d+\.\ds\n {2}14 tasks: 14 completed\n$/);
+  for (const line of writes.join('').split('\n')) assert.ok(line.replace(/\x1b\[\d*[AJ]/g, '').length <= 59, line);
 });

@@ -141,7 +141,7 @@ function countsLine(info: GraphInfo): string {
  * `--wait`'s progress: counts by state, what is running, elapsed time. On a TTY the block is redrawn in place;
  * otherwise one plain line per change.
  */
-class Progress {
+export class Progress {
   private lastLines = 0;
   private lastPlain = '';
   private running: GraphTask[] = [];

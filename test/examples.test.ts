@@ -1,0 +1,104 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
+import { startStack, type Stack } from './helpers/stack.js';
+import { startShellWorker, type ShellWorker } from '../src/shellWorker/index.js';
+import { TgsClient } from '../src/client/tgsClient.js';
+
+const repo = fileURLToPath(new URL('..', import.meta.url));
+
+let stack: Stack;
+let client: TgsClient;
+const workers: ShellWorker[] = [];
+
+before(async () => {
+  stack = await startStack();
+  client = new TgsClient({ rootUrl: stack.api.rootUrl, credentials: stack.api.root });
+  // what `tgs dev --workers 2` runs: shell workers for tgs-dev/shell
+  for (const n of [1, 2]) {
+    workers.push(
+      startShellWorker({
+        rootUrl: stack.api.rootUrl,
+        credentials: stack.api.root,
+        provisionerId: 'tgs-dev',
+        workerType: 'shell',
+        capacity: 2,
+        workerId: `example-${n}`,
+        log: () => undefined,
+      }),
+    );
+  }
+});
+after(async () => {
+  await Promise.all(workers.map((w) => w.stop()));
+  await stack.stop();
+});
+
+/** `tgs graph submit examples/<name>/graph.yaml --wait`, as examples/README.md says; returns the graph's labels → taskIds. */
+async function submitExample(name: string): Promise<{ taskGraphId: string; ids: Map<string, string>; stdout: string }> {
+  const result = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/entry.ts', 'graph', 'submit', `examples/${name}/graph.yaml`, '--wait'],
+      {
+        cwd: repo,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TGS_ROOT_URL: stack.api.rootUrl, TGS_CLIENT_ID: stack.api.root.clientId, TGS_ACCESS_TOKEN: stack.api.root.accessToken },
+        timeout: 180_000,
+      },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+  assert.equal(result.code, 0, `${name}:\n${result.stdout}\n${result.stderr}`);
+  const taskGraphId = /task-graph (\S+) submitted/.exec(result.stdout)?.[1] as string;
+  assert.match(result.stdout, new RegExp(`task-graph ${taskGraphId} finished`));
+  const tasks = await client.inspect(taskGraphId);
+  assert.ok(tasks.every((t) => t.state === 'completed'), JSON.stringify(tasks));
+  return { taskGraphId, ids: new Map(tasks.map((t) => [t.label, t.taskId])), stdout: result.stdout };
+}
+
+const text = async (taskId: string, name: string) => (await client.artifact(taskId, name)).data.toString('utf8');
+
+test('every example directory is covered here and documented in examples/README.md', async () => {
+  const dirs = readdirSync(new URL('../examples', import.meta.url), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+  assert.deepEqual(dirs, ['build-test-package', 'fan-out-fan-in', 'flaky-reruns']);
+  const readme = await import('node:fs').then((fs) => fs.readFileSync(new URL('../examples/README.md', import.meta.url), 'utf8'));
+  for (const d of dirs) assert.match(readme, new RegExp(`tgs graph submit examples/${d}/graph.yaml --wait`));
+  assert.match(readme, /tgs dev --workers 2/);
+});
+
+test('build-test-package: artifacts flow through $subs; the release holds the build and the test report with checksums', async () => {
+  const { ids } = await submitExample('build-test-package');
+  assert.match(await text(ids.get('test') as string, 'public/test/report.txt'), new RegExp(`^PASS greet \\(build ${ids.get('build')}\\)\\n$`));
+  const sums = await text(ids.get('package') as string, 'public/release/SHA256SUMS');
+  assert.match(sums, /^[0-9a-f]{64} {2}app\.tar\.gz\n[0-9a-f]{64} {2}test-report\.txt\n$/);
+  const release = await client.artifact(ids.get('package') as string, 'public/release/greet-1.0.0.tar.gz');
+  assert.equal(release.contentType, 'application/gzip');
+  const tar = gunzipSync(release.data).toString('latin1');
+  assert.match(tar, /release\/app\.tar\.gz/);
+  assert.match(tar, /release\/test-report\.txt/);
+  assert.match(tar, /release\/SHA256SUMS/);
+});
+
+test('fan-out-fan-in: four counts run from one split, combine totals them to 80200', async () => {
+  const { ids } = await submitExample('fan-out-fan-in');
+  const sums = await Promise.all([1, 2, 3, 4].map((n) => text(ids.get(`count-${n}`) as string, 'public/sum.txt')));
+  assert.deepEqual(sums, ['5050\n', '15050\n', '25050\n', '35050\n']);
+  assert.equal(await text(ids.get('combine') as string, 'public/total.txt'), '80200\n');
+  const log = await text(ids.get('combine') as string, 'public/logs/live.log');
+  assert.match(log, /^total 80200$/m);
+});
+
+test('flaky-reruns: the flaky task fails its first run and passes on the rerun; the graph finishes', async () => {
+  const { ids } = await submitExample('flaky-reruns');
+  const flaky = await client.taskStatus(ids.get('flaky-test') as string);
+  assert.deepEqual(flaky.runs.map((r) => r.state), ['failed', 'completed']);
+  const firstLog = (await client.artifact(flaky.taskId, 'public/logs/live.log', { runId: 0 })).data.toString();
+  assert.match(firstLog, /simulated intermittent failure/);
+  const report = await text(ids.get('report') as string, 'public/logs/live.log');
+  assert.match(report, /flaky-test run 0: failed\nflaky-test run 1: completed/);
+  const inspected = await client.inspect((await client.task(flaky.taskId)).taskGroupId as string, 'flaky-test');
+  assert.equal(inspected.rerunsLeft, 1);
+});
