@@ -10,8 +10,8 @@ import { registerShellWorkerCommand } from './commands/shellWorker.js';
 import { registerGraphCommand } from './commands/graph.js';
 import { registerTaskCommand } from './commands/task.js';
 
-/** `tgs <command>`: every command registers itself from src/cli/commands/<command>.ts. */
-export async function main(argv: string[]): Promise<void> {
+/** The `tgs` program: every command registers itself from src/cli/commands/<command>.ts. */
+export function buildProgram(): Command {
   const program = new Command('tgs')
     .description('tgs: a Taskcluster-compatible task queue and task-graph scheduler on Temporal')
     .showHelpAfterError();
@@ -25,6 +25,12 @@ export async function main(argv: string[]): Promise<void> {
   registerShellWorkerCommand(program);
   registerGraphCommand(program);
   registerTaskCommand(program);
+  return program;
+}
+
+/** `tgs <command>` */
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (err) {
