@@ -140,6 +140,11 @@ test('a string command runs in the shell; a non-zero exit fails the run; a missi
   // exit 0 but a declared file missing: the run fails too
   const second = await createTask('fail', { command: ['true'], maxRunTime: 60, artifacts: [{ name: 'public/a', path: 'a', type: 'file' }] });
   assert.equal((await resolved(second)).state, 'failed');
+
+  // a program that does not exist: failed, and the log says why
+  const third = await createTask('fail', { command: ['no-such-program-tgs'], maxRunTime: 60 });
+  assert.equal((await resolved(third)).state, 'failed');
+  assert.match((await artifact(third, 'public/logs/live.log')).text, /could not start "no-such-program-tgs": spawn no-such-program-tgs ENOENT/);
 });
 
 test('maxRunTime kills the command (and what it started) and fails the run', async () => {

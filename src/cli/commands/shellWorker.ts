@@ -15,6 +15,7 @@ interface Options {
 export function registerShellWorkerCommand(program: Command): void {
   program
     .command('shell-worker')
+    .summary('claim tasks of one worker pool and run their payload.command as local processes')
     .description(
       'claim tasks of one worker pool and run payload.command as a local process (argv array, or a string run by /bin/sh -c); ' +
         'payload: {command, maxRunTime, env?, artifacts?: [{name, path, type: "file", contentType?, expires?}]}. ' +
