@@ -12,6 +12,7 @@ import { LazyTemporalClient } from '../temporal/connection.js';
 import { ClaimWaiter } from '../queue/claimWaiter.js';
 import { startSweeps } from '../queue/sweeps.js';
 import { createApiServer, type ApiServerOptions } from './server.js';
+import { registerUi } from './ui.js';
 
 export interface ApiApp {
   app: FastifyInstance;
@@ -33,6 +34,7 @@ export async function buildApi(config: Config, options: ApiServerOptions = {}): 
   const deps: ApiDeps = { config, pool, clients: createClientStore(pool, config.rootAccessToken), issuer, temporal, claimWaiter };
   const sweeps = startSweeps(pool, config);
   const app = createApiServer(deps, [...queueEndpoints, ...artifactEndpoints, ...authEndpoints, ...schedulerEndpoints], options);
+  registerUi(app, config);
   return {
     app,
     deps,

@@ -94,7 +94,7 @@ export async function appendMemberNodes(
   return end;
 }
 
-const QUEUE_STATE_CHAR: Record<QueueTaskState, string> = {
+export const QUEUE_STATE_CHAR: Record<QueueTaskState, string> = {
   unscheduled: 'u',
   pending: 'p',
   running: 'r',

@@ -1,0 +1,74 @@
+// Signed actions with their outcome shown next to them (a refused one names the missing scope).
+import { useState } from 'preact/hooks';
+import { apiSigned, describeError, type Service } from '../api';
+import { useCredentials } from './SignIn';
+
+export interface ActionSpec {
+  service: Service;
+  method: string;
+  path: string;
+  body?: unknown;
+  /** What to say when it worked. */
+  done: (answer: unknown) => string;
+}
+
+/** Runs actions and remembers the last outcome. */
+export function useAction() {
+  const [result, setResult] = useState<{ ok: boolean; text: string }>();
+  const [busy, setBusy] = useState(false);
+  const run = async (spec: ActionSpec) => {
+    setBusy(true);
+    setResult(undefined);
+    try {
+      const answer = await apiSigned(spec.service, spec.method, spec.path, spec.body);
+      setResult({ ok: true, text: spec.done(answer) });
+    } catch (err) {
+      setResult({ ok: false, text: describeError(err) });
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { result, busy, run, clear: () => setResult(undefined) };
+}
+
+export function ActionResult({ result }: { result: { ok: boolean; text: string } | undefined }) {
+  if (!result) return null;
+  return (
+    <p class={`action-result ${result.ok ? 'ok' : 'error'}`} role={result.ok ? 'status' : 'alert'}>
+      {result.text}
+    </p>
+  );
+}
+
+/** A button that asks once more before it acts (no browser dialogs). */
+export function ConfirmButton({ label, confirm, onConfirm, disabled, name }: { label: string; confirm: string; onConfirm: () => void; disabled?: boolean; name: string }) {
+  const [asking, setAsking] = useState(false);
+  if (!asking) {
+    return (
+      <button name={name} disabled={disabled} onClick={() => setAsking(true)}>
+        {label}
+      </button>
+    );
+  }
+  return (
+    <span class="confirm">
+      {confirm}{' '}
+      <button
+        name={`${name}-confirm`}
+        class="danger"
+        onClick={() => {
+          setAsking(false);
+          onConfirm();
+        }}
+      >
+        Yes
+      </button>{' '}
+      <button onClick={() => setAsking(false)}>No</button>
+    </span>
+  );
+}
+
+export function SignInHint() {
+  const credentials = useCredentials();
+  return credentials ? null : <p class="muted">Sign in (top right) to act: requests are signed with your credentials.</p>;
+}

@@ -1,0 +1,158 @@
+// The side panel of a selected node: what it is, how its runs went, its artifacts and log, and what can be done.
+import { useEffect, useState } from 'preact/hooks';
+import { apiGet, describeError } from '../api';
+import type { GraphStore } from '../graph/store';
+import { href } from '../router';
+import { STATE_NAMES } from '../states';
+import { ActionResult, ConfirmButton, SignInHint, useAction } from './Actions';
+import { Artifacts, LogTail, RunsTable, StateBadge, type TaskStatus } from './TaskDetails';
+
+const MAX_LINKS = 60;
+
+function NodeLinks({ store, nodes, title }: { store: GraphStore; nodes: number[]; title: string }) {
+  return (
+    <div class={`links ${title}`}>
+      <h3>
+        {title} ({nodes.length})
+      </h3>
+      {nodes.length === 0 ? (
+        <p class="muted">none</p>
+      ) : (
+        <ul>
+          {nodes.slice(0, MAX_LINKS).map((i) => (
+            <li key={i}>
+              <button class="link" onClick={() => store.select(i, true)}>
+                {store.label(i)}
+              </button>{' '}
+              <StateBadge state={STATE_NAMES[(store.data as NonNullable<GraphStore['data']>).states[i]]} />
+            </li>
+          ))}
+          {nodes.length > MAX_LINKS && <li class="muted">… and {nodes.length - MAX_LINKS} more</li>}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+export function TaskPanel({ store, idx, version }: { store: GraphStore; idx: number; version: number }) {
+  const d = store.data as NonNullable<GraphStore['data']>;
+  const taskId = store.taskId(idx);
+  const state = STATE_NAMES[d.states[idx]];
+  const member = d.members[idx] === 1;
+  const runs = d.runs[idx];
+  // Refetch details when the task's state or run count changes (the live feed says so).
+  const refresh = `${state}/${runs}`;
+  const [status, setStatus] = useState<TaskStatus>();
+  const [rerunsLeft, setRerunsLeft] = useState<number>();
+  const [error, setError] = useState<string>();
+  const [resetDependents, setResetDependents] = useState(false);
+  const action = useAction();
+  useEffect(() => action.clear(), [idx]);
+  useEffect(() => {
+    const abort = new AbortController();
+    setError(undefined);
+    apiGet<{ status: TaskStatus }>('queue', `/task/${taskId}/status`, abort.signal).then(
+      (s) => setStatus(s.status),
+      (err: unknown) => (err as Error).name !== 'AbortError' && setError(describeError(err)),
+    );
+    if (member) {
+      apiGet<{ rerunsLeft: number }>('scheduler', `/task-graph/${store.taskGraphId}/inspect/${taskId}`, abort.signal).then(
+        (t) => setRerunsLeft(t.rerunsLeft),
+        () => setRerunsLeft(undefined),
+      );
+    }
+    return () => abort.abort();
+  }, [taskId, refresh]);
+  void version;
+  const live = state === 'running' || state === 'pending';
+  const resolved = state === 'completed' || state === 'failed' || state === 'exception';
+  return (
+    <aside class="task-panel" aria-label="task details" data-task-id={taskId}>
+      <div class="panel-head">
+        <h2 class="task-label">{member ? store.label(idx) : '(external task)'}</h2>
+        <button class="close" title="close" onClick={() => store.select(undefined, false)}>
+          ×
+        </button>
+      </div>
+      <dl class="facts">
+        <dt>taskId</dt>
+        <dd>
+          <a href={href(`task/${taskId}`)} class="mono">
+            {taskId}
+          </a>
+        </dd>
+        <dt>state</dt>
+        <dd class="task-state">
+          <StateBadge state={state} />
+        </dd>
+        {member && (
+          <>
+            <dt>reruns left</dt>
+            <dd class="reruns-left">{rerunsLeft ?? '…'}</dd>
+          </>
+        )}
+        {status && (
+          <>
+            <dt>retries left</dt>
+            <dd>{status.retriesLeft}</dd>
+          </>
+        )}
+      </dl>
+      {error && <p class="error">{error}</p>}
+      {member && (
+        <section class="actions">
+          <h3>Actions</h3>
+          <SignInHint />
+          <div class="action-row">
+            <button
+              name="rerun"
+              disabled={action.busy || !resolved}
+              title={resolved ? '' : 'only a resolved task can be rerun'}
+              onClick={() =>
+                action.run({
+                  service: 'scheduler',
+                  method: 'POST',
+                  path: `/task-graph/${store.taskGraphId}/rerun/${taskId}`,
+                  body: { resetDependents },
+                  done: () => `Rerun accepted${resetDependents ? ', with the dependents that already resolved' : ''}.`,
+                })
+              }
+            >
+              Rerun
+            </button>
+            <label class="check">
+              <input type="checkbox" name="resetDependents" checked={resetDependents} onChange={(e) => setResetDependents(e.currentTarget.checked)} /> also rerun
+              the dependents that already resolved
+            </label>
+          </div>
+          <div class="action-row">
+            <ConfirmButton
+              name="cancel-task"
+              label="Cancel task"
+              confirm="Cancel this task?"
+              disabled={action.busy || resolved}
+              onConfirm={() =>
+                action.run({ service: 'queue', method: 'POST', path: `/task/${taskId}/cancel`, done: () => 'Task canceled.' })
+              }
+            />
+          </div>
+          <ActionResult result={action.result} />
+        </section>
+      )}
+      <section>
+        <h3>Runs</h3>
+        {status ? <RunsTable runs={status.runs} /> : <p class="muted">Loading…</p>}
+      </section>
+      <section>
+        <h3>Log</h3>
+        <LogTail taskId={taskId} live={live} refresh={refresh} />
+      </section>
+      <section>
+        <h3>Artifacts</h3>
+        <Artifacts taskId={taskId} refresh={refresh} />
+      </section>
+      <NodeLinks store={store} nodes={store.requires(idx)} title="requires" />
+      <NodeLinks store={store} nodes={store.dependents(idx)} title="dependents" />
+    </aside>
+  );
+}

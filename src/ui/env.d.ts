@@ -1,0 +1,2 @@
+// Side-effect imports of stylesheets (vite bundles them).
+declare module '*.css';

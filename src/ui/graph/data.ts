@@ -1,0 +1,40 @@
+// What the layout worker hands the page: the graph's nodes as typed arrays plus their positions.
+
+/** The graph-level fields of the nodes and changes answers (src/scheduler/api/layoutEndpoint.ts). */
+export interface GraphHeader {
+  status: { schedulerId: string; taskGraphId: string; state: string; routing: string };
+  cursor: string;
+  taskCount: number;
+  nodeCount: number;
+  blockedBy: string[];
+  timeBase: number;
+}
+
+export interface GraphData {
+  header: GraphHeader;
+  n: number;
+  /** Nodes below this index were already known (an extension re-sends everything). */
+  newFrom: number;
+  /** 22 characters per node. */
+  taskIds: string;
+  labels: string[];
+  /** 1 = a task of the graph, 0 = an external task it depends on. */
+  members: Uint8Array;
+  states: Uint8Array;
+  runs: Int32Array;
+  /** Latest run started / resolved, ms since the epoch; NaN when absent. */
+  started: Float64Array;
+  resolved: Float64Array;
+  reqStart: Uint32Array;
+  req: Uint32Array;
+  depStart: Uint32Array;
+  dep: Uint32Array;
+  xy: Float32Array;
+  edges: Float32Array;
+  layers: number;
+  bounds: { minX: number; maxX: number; minY: number; maxY: number };
+  timings: { fetchMs: number; parseMs: number; layoutMs: number };
+}
+
+export type WorkerRequest = { type: 'load'; url: string } | { type: 'extend'; url: string };
+export type WorkerResponse = { type: 'graph'; data: GraphData } | { type: 'error'; status: number; message: string };

@@ -1,0 +1,63 @@
+// The graph explorer: routes, header with sign-in, pages.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { SignInControl, verifyCredentials } from './components/SignIn';
+import { GraphPage } from './pages/GraphPage';
+import { ListPage } from './pages/ListPage';
+import { TaskPage } from './pages/TaskPage';
+import { currentRoute, href, interceptLinks, onRouteChange } from './router';
+import { setCredentials, takeSigninFragment } from './session';
+import './styles.css';
+
+function Route({ path, query }: { path: string; query: URLSearchParams }) {
+  const graph = /^task-graph\/([A-Za-z0-9_-]+)$/.exec(path);
+  if (graph) return <GraphPage key={graph[1]} taskGraphId={graph[1]} />;
+  const task = /^task\/([A-Za-z0-9_-]+)$/.exec(path);
+  if (task) return <TaskPage key={task[1]} taskId={task[1]} />;
+  if (path === '') return <ListPage query={query} />;
+  return (
+    <div class="list-page">
+      <h1>Not found</h1>
+      <p>
+        No page at <code>{path}</code>. <a href={href('./')}>All task graphs</a>
+      </p>
+    </div>
+  );
+}
+
+function App() {
+  const [route, setRoute] = useState(currentRoute());
+  const [notice, setNotice] = useState<string>();
+  useEffect(() => onRouteChange(() => setRoute(currentRoute())), []);
+  useEffect(() => {
+    // A sign-in link: `#signin?clientId=..&accessToken=..` (printed by `tgs dev`).
+    const credentials = takeSigninFragment();
+    if (!credentials) return;
+    void verifyCredentials(credentials).then((result) => {
+      if (result.ok) {
+        setCredentials(credentials);
+        setNotice(undefined);
+      } else {
+        setNotice(`The sign-in link was refused. ${result.message}`);
+      }
+    });
+  }, []);
+  return (
+    <>
+      <nav class="top">
+        <a href={href('./')} class="brand">
+          tgs
+        </a>
+        <a href={href('./')}>Task graphs</a>
+        <span class="grow" />
+        <SignInControl notice={notice} />
+      </nav>
+      <main>
+        <Route path={route.path} query={route.query} />
+      </main>
+    </>
+  );
+}
+
+interceptLinks();
+render(<App />, document.getElementById('app') as HTMLElement);

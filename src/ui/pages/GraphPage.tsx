@@ -1,0 +1,206 @@
+// /ui/task-graph/<taskGraphId>: header with counts, the drawing (WebGL), search, legend, the task table, and the
+// side panel of the selected node. Everything updates live from the changes feed.
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { apiGet } from '../api';
+import { ActionResult, ConfirmButton, useAction } from '../components/Actions';
+import { ago } from '../components/format';
+import { TaskPanel } from '../components/TaskPanel';
+import { TaskTable } from '../components/TaskTable';
+import { GraphStore } from '../graph/store';
+import { temporalLink } from '../settings';
+import { GRAPH_STATE_COLORS, STATE_COLORS, STATE_NAMES } from '../states';
+
+interface GraphInfo {
+  metadata: Record<string, string>;
+  created: string;
+  origin: string;
+}
+
+declare global {
+  interface Window {
+    /** For tests and the bench: the open graph. */
+    tgsGraph?: GraphStore;
+  }
+}
+
+function Counts({ store }: { store: GraphStore }) {
+  return (
+    <ul class="counts" aria-label="tasks by state">
+      {STATE_NAMES.slice(0, 6).map((s, code) => (
+        <li key={s} data-count={s}>
+          <i class="swatch" style={{ background: STATE_COLORS[s] }} /> {s} <b>{store.counts[code]}</b>
+        </li>
+      ))}
+      {store.counts[6] > 0 && (
+        <li data-count="missing">
+          <i class="swatch" style={{ background: STATE_COLORS.missing }} /> missing <b>{store.counts[6]}</b>
+        </li>
+      )}
+    </ul>
+  );
+}
+
+function Legend() {
+  return (
+    <div class="legend" aria-label="legend">
+      {STATE_NAMES.slice(0, 6).map((s) => (
+        <span key={s}>
+          <i class="dot" style={{ background: STATE_COLORS[s] }} /> {s}
+        </span>
+      ))}
+      <span>
+        <i class="dot blocking" /> blocking
+      </span>
+      <span>
+        <i class="dot held" /> held back
+      </span>
+      <span class="muted">dependencies flow downwards</span>
+    </div>
+  );
+}
+
+function Search({ store }: { store: GraphStore }) {
+  const [text, setText] = useState('');
+  const [message, setMessage] = useState<string>();
+  const suggestions = useMemo(() => (text.length >= 2 ? store.suggest(text) : []), [text, store.n]);
+  const go = (idx: number | undefined) => {
+    if (idx === undefined) {
+      setMessage(`no task matches "${text}"`);
+      return;
+    }
+    setMessage(undefined);
+    store.select(idx, true);
+  };
+  return (
+    <form
+      class="search"
+      onSubmit={(e) => {
+        e.preventDefault();
+        go(store.find(text));
+      }}
+    >
+      <input name="search" type="search" placeholder="label or taskId" value={text} onInput={(e) => setText(e.currentTarget.value)} list="search-suggestions" />
+      <datalist id="search-suggestions">
+        {suggestions.map((i) => (
+          <option key={i} value={store.label(i)} />
+        ))}
+      </datalist>
+      <button type="submit">Find</button>
+      {message && <span class="muted">{message}</span>}
+    </form>
+  );
+}
+
+export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
+  const store = useMemo(() => new GraphStore(taskGraphId), [taskGraphId]);
+  const [version, setVersion] = useState(0);
+  const [info, setInfo] = useState<GraphInfo>();
+  const canvas = useRef<HTMLCanvasElement>(null);
+  const overlay = useRef<HTMLCanvasElement>(null);
+  const cancel = useAction();
+  useEffect(() => {
+    window.tgsGraph = store;
+    const off = store.subscribe(() => setVersion((v) => v + 1));
+    store.attach(canvas.current as HTMLCanvasElement, overlay.current as HTMLCanvasElement);
+    return () => {
+      off();
+      store.stop();
+      if (window.tgsGraph === store) window.tgsGraph = undefined;
+    };
+  }, [store]);
+  useEffect(() => {
+    apiGet<GraphInfo>('scheduler', `/task-graph/${taskGraphId}/info`).then(setInfo, () => undefined);
+  }, [taskGraphId]);
+  const header = store.header;
+  const state = header?.status.state;
+  const link = temporalLink(taskGraphId);
+  const blocking = store.blocking;
+  return (
+    <div class="graph-page">
+      <header class="graph-header">
+        <div class="title">
+          <h1>{info?.metadata?.name || 'Task graph'}</h1>
+          <span class="mono muted">{taskGraphId}</span>
+          {state && (
+            <span class="graph-state badge" data-graph-state={state} style={{ background: GRAPH_STATE_COLORS[state] }}>
+              {state}
+            </span>
+          )}
+          {info && <span class="muted">created {ago(info.created)}</span>}
+          {header && <span class="muted">routing {header.status.routing || '—'}</span>}
+          {link && (
+            <a href={link} target="_blank" rel="noreferrer" class="temporal-link">
+              workflow in Temporal
+            </a>
+          )}
+          <span class="grow" />
+          {state && state !== 'finished' && state !== 'canceled' && (
+            <ConfirmButton
+              name="cancel-graph"
+              label="Cancel graph"
+              confirm="Cancel every unresolved task of this graph?"
+              disabled={cancel.busy}
+              onConfirm={() =>
+                cancel.run({ service: 'scheduler', method: 'POST', path: `/task-graph/${taskGraphId}/cancel`, done: (a) => `Graph ${(a as { status: { state: string } }).status.state}.` })
+              }
+            />
+          )}
+        </div>
+        <ActionResult result={cancel.result} />
+        {header && (
+          <div class="summary">
+            <span class="total">
+              <b data-total-tasks>{header.taskCount}</b> tasks
+            </span>
+            <Counts store={store} />
+          </div>
+        )}
+        {blocking.length > 0 && (
+          <p class="blocked-note" role="status">
+            Blocked by{' '}
+            {blocking.map((i, k) => (
+              <span key={i}>
+                {k > 0 && ', '}
+                <button class="link blocking-task" onClick={() => store.select(i, true)}>
+                  {store.label(i)}
+                </button>{' '}
+                ({STATE_NAMES[(store.data as NonNullable<GraphStore['data']>).states[i]]})
+              </span>
+            ))}
+            {' '}— holding back <b class="held-back-count">{store.heldBack}</b> task{store.heldBack === 1 ? '' : 's'}.
+          </p>
+        )}
+        {store.error && (
+          <p class="error" role="alert">
+            {store.error}
+          </p>
+        )}
+        {store.liveError && <p class="error">{store.liveError}</p>}
+      </header>
+      <div class="graph-body">
+        <div class="graph-main">
+          <div class="toolbar">
+            <Search store={store} />
+            <button onClick={() => store.fit()} title="fit the whole graph">
+              Fit
+            </button>
+            <button onClick={() => store.zoomBy(1.5)} title="zoom in">
+              +
+            </button>
+            <button onClick={() => store.zoomBy(1 / 1.5)} title="zoom out">
+              −
+            </button>
+            <Legend />
+          </div>
+          <div class="canvas-wrap">
+            <canvas ref={canvas} class="graph-canvas" />
+            <canvas ref={overlay} class="graph-overlay" />
+            {!store.data && !store.error && <div class="loading">Loading the graph…</div>}
+          </div>
+          <TaskTable store={store} version={version} />
+        </div>
+        {store.selected !== undefined && store.data && <TaskPanel store={store} idx={store.selected} version={version} />}
+      </div>
+    </div>
+  );
+}
