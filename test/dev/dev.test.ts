@@ -1,0 +1,148 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import slugid from 'slugid';
+import { Client, Connection } from '@temporalio/client';
+import { ApiClient } from '../../src/client/http.js';
+import { startTestTemporal } from '../helpers/temporal.js';
+import { eventually } from '../helpers/stack.js';
+import { childrenOf, devPorts, embeddedEnv, isRunning, processesMentioning, runDevToEnd, startDevProcess, type DevProcess } from '../helpers/devProcess.js';
+
+const work = mkdtempSync(path.join(tmpdir(), 'tgs-dev-test-'));
+const running: DevProcess[] = [];
+after(async () => {
+  for (const p of running) await p.interrupt();
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** A two-task graph for `tgs dev --workers`: b runs after a and checks what a wrote. */
+function smallGraph(marker: string) {
+  const now = Date.now();
+  const task = (name: string, command: string) => ({
+    provisionerId: 'tgs-dev',
+    workerType: 'shell',
+    created: new Date(now).toISOString(),
+    deadline: new Date(now + 3600_000).toISOString(),
+    payload: { command: ['sh', '-c', command], maxRunTime: 60 },
+    metadata: { name, description: `tgs dev test ${name}`, owner: 'tests@example.com', source: 'https://example.com/tgs' },
+  });
+  return {
+    routing: 'dev-test',
+    tasks: {
+      a: { task: task('a', `echo ${marker} > ${path.join(work, `${marker}.txt`)}`) },
+      b: { requires: ['a'], task: task('b', `grep -q ${marker} ${path.join(work, `${marker}.txt`)}`) },
+    },
+  };
+}
+
+async function graphState(client: ApiClient, taskGraphId: string): Promise<string> {
+  const { status } = await client.request<{ status: { state: string } }>('scheduler', 'GET', `/task-graph/${taskGraphId}/status`);
+  return status.state;
+}
+
+async function start(args: string[], env = embeddedEnv()): Promise<DevProcess> {
+  const p = await startDevProcess(args, env);
+  running.push(p);
+  return p;
+}
+
+test('embedded tgs dev: a graph runs to finished with --workers 1; Ctrl-C stops everything; a restart still knows the graph; one data dir, one tgs dev; a second instance takes other ports', async () => {
+  const dataDir = path.join(work, 'instance-1');
+  const ports = await devPorts();
+  const dev = await start(['--data-dir', dataDir, '--workers', '1', ...ports]);
+  const out = dev.output();
+  assert.match(out, /embedded PGlite in .*instance-1\/pglite/);
+  assert.match(out, /in-process message bus/);
+  assert.match(out, /starting a Temporal dev server/);
+  assert.match(out, new RegExp(`UI +${dev.rootUrl.replace(/[.]/g, '\\.')}/ui/`));
+  assert.match(out, /Temporal UI +http:\/\/127\.0\.0\.1:\d+/);
+  assert.equal(dev.rootUrl, `http://127.0.0.1:${ports[1]}`, 'the API on the port asked for');
+  assert.equal(dev.temporalAddress, `127.0.0.1:${ports[3]}`);
+  assert.equal(dev.clientId, 'static/tgs/root');
+  const temporalChildren = childrenOf(dev.child.pid as number).filter((c) => c.command.startsWith('temporal'));
+  assert.equal(temporalChildren.length, 1, `one Temporal dev server child: ${JSON.stringify(childrenOf(dev.child.pid as number))}`);
+
+  const client = new ApiClient(dev.rootUrl, { clientId: dev.clientId, accessToken: dev.accessToken });
+  const taskGraphId = slugid.nice();
+  await client.request('scheduler', 'PUT', `/task-graph/${taskGraphId}`, smallGraph('first'));
+  await eventually(async () => (await graphState(client, taskGraphId)) === 'finished', 'the graph to finish', 90_000);
+  const info = await client.request<{ counts: Record<string, number> }>('scheduler', 'GET', `/task-graph/${taskGraphId}/info`);
+  assert.deepEqual(info.counts, { completed: 2 });
+
+  // The same data directory while it runs: refused at once, saying who holds it.
+  const second = await runDevToEnd(['--data-dir', dataDir, ...(await devPorts())], embeddedEnv());
+  assert.equal(second.code, 1, second.output);
+  assert.match(second.output, new RegExp(`in use by process ${dev.child.pid}.*--data-dir`));
+
+  // Another data directory with the same (now taken) ports: it falls back to free ones.
+  const other = await start(['--data-dir', path.join(work, 'instance-2'), ...ports]);
+  assert.notEqual(other.rootUrl, dev.rootUrl);
+  assert.notEqual(other.temporalAddress, dev.temporalAddress);
+  const otherClient = new ApiClient(other.rootUrl, { clientId: other.clientId, accessToken: other.accessToken });
+  await assert.rejects(otherClient.request('scheduler', 'GET', `/task-graph/${taskGraphId}/status`), /not found/i, 'its own database');
+  const otherTemporal = childrenOf(other.child.pid as number).filter((c) => c.command.startsWith('temporal'));
+  assert.equal(await other.interrupt(), 0, other.output());
+  for (const c of otherTemporal) assert.equal(isRunning(c.pid), false, 'its Temporal dev server is gone');
+
+  assert.equal(await dev.interrupt(), 0, dev.output());
+  for (const c of temporalChildren) assert.equal(isRunning(c.pid), false, 'the Temporal dev server is gone after Ctrl-C');
+  assert.match(dev.output(), /SIGINT, shutting down/);
+  assert.deepEqual(processesMentioning(dataDir), [], 'no process of this instance is left');
+
+  // Restart on the same data directory: same credentials, the graph and its tasks are still there.
+  const again = await start(['--data-dir', dataDir, '--workers', '1', ...(await devPorts())]);
+  assert.equal(again.accessToken, dev.accessToken, 'the root token is kept in the data directory');
+  const againClient = new ApiClient(again.rootUrl, { clientId: again.clientId, accessToken: again.accessToken });
+  assert.equal(await graphState(againClient, taskGraphId), 'finished');
+  // ...and it still runs new graphs (the Temporal history in the same directory included).
+  const next = slugid.nice();
+  await againClient.request('scheduler', 'PUT', `/task-graph/${next}`, smallGraph('second'));
+  await eventually(async () => (await graphState(againClient, next)) === 'finished', 'the second graph to finish', 90_000);
+  assert.equal(await again.interrupt(), 0, again.output());
+});
+
+test('tgs dev with TEMPORAL_ADDRESS: starts no Temporal dev server, says which server it uses, and graphs run there', async () => {
+  const server = await startTestTemporal();
+  const connection = await Connection.connect({ address: server.address });
+  try {
+    const dev = await start(['--data-dir', path.join(work, 'external-temporal'), '--workers', '1', ...(await devPorts())], embeddedEnv({ TEMPORAL_ADDRESS: server.address }));
+    assert.doesNotMatch(dev.output(), /starting a Temporal dev server/);
+    assert.match(dev.output(), new RegExp(`Temporal +${server.address.replace(/[.]/g, '\\.')} \\(TEMPORAL_ADDRESS`));
+    assert.equal(dev.temporalAddress, server.address);
+    assert.deepEqual(childrenOf(dev.child.pid as number).filter((c) => c.command.startsWith('temporal')), [], 'no temporal child process');
+
+    const client = new ApiClient(dev.rootUrl, { clientId: dev.clientId, accessToken: dev.accessToken });
+    const taskGraphId = slugid.nice();
+    await client.request('scheduler', 'PUT', `/task-graph/${taskGraphId}`, smallGraph('external'));
+    await eventually(async () => (await graphState(client, taskGraphId)) === 'finished', 'the graph to finish', 90_000);
+    // The workflow lives on the server of TEMPORAL_ADDRESS.
+    const description = await new Client({ connection }).workflow.getHandle(`task-graph/${taskGraphId}`).describe();
+    assert.equal(description.type, 'taskGraph');
+    assert.equal(await dev.interrupt(), 0, dev.output());
+    assert.ok(isRunning(server.process.pid as number), 'the external Temporal server is left alone');
+  } finally {
+    await connection.close();
+    await server.stop();
+  }
+});
+
+test('tgs dev --submit FILE --exit: exits 0 when the graph finished, 1 when it blocked, and leaves nothing running', async () => {
+  const ok = path.join(work, 'ok.json');
+  writeFileSync(ok, JSON.stringify(smallGraph('submitted')));
+  const failing = smallGraph('blocked');
+  failing.tasks.b.task.payload.command = ['sh', '-c', 'exit 3'];
+  const bad = path.join(work, 'bad.yml');
+  writeFileSync(bad, JSON.stringify(failing)); // YAML is a superset of JSON: the .yml path goes through the YAML reader
+  const dataDir = path.join(work, 'submit');
+  const good = await runDevToEnd(['--data-dir', dataDir, '--workers', '1', '--submit', ok, '--exit', ...(await devPorts())], embeddedEnv(), 180_000);
+  assert.equal(good.code, 0, good.output);
+  assert.match(good.output, /\[ok\.json\] submitted as task graph (\S+): http:\/\/127\.0\.0\.1:\d+\/ui\/task-graph\//);
+  assert.match(good.output, /\[ok\.json\] finished in \d+ s: completed 2/);
+  const blocked = await runDevToEnd(['--data-dir', dataDir, '--workers', '1', '--submit', bad, '--exit', ...(await devPorts())], embeddedEnv(), 180_000);
+  assert.equal(blocked.code, 1, blocked.output);
+  assert.match(blocked.output, /\[bad\.yml\] blocked after \d+ s; blocked by/);
+  assert.match(blocked.output, /not every graph finished; stopping/);
+  assert.deepEqual(processesMentioning(dataDir), [], 'no process of these runs is left (the Temporal dev server included)');
+});
