@@ -132,17 +132,18 @@ test('tgs dev --submit FILE --exit: exits 0 when the graph finished, 1 when it b
   const ok = path.join(work, 'ok.json');
   writeFileSync(ok, JSON.stringify(smallGraph('submitted')));
   const failing = smallGraph('blocked');
-  failing.tasks.b.task.payload.command = ['sh', '-c', 'exit 3'];
+  failing.tasks.b.task.payload.command = ['sh', '-c', 'echo about to fail; exit 3'];
   const bad = path.join(work, 'bad.yml');
   writeFileSync(bad, JSON.stringify(failing)); // YAML is a superset of JSON: the .yml path goes through the YAML reader
   const dataDir = path.join(work, 'submit');
   const good = await runDevToEnd(['--data-dir', dataDir, '--workers', '1', '--submit', ok, '--exit', ...(await devPorts())], embeddedEnv(), 180_000);
   assert.equal(good.code, 0, good.output);
   assert.match(good.output, /\[ok\.json\] submitted as task graph (\S+): http:\/\/127\.0\.0\.1:\d+\/ui\/task-graph\//);
-  assert.match(good.output, /\[ok\.json\] finished in \d+ s: completed 2/);
+  assert.match(good.output, /\[ok\.json\] finished in \d+ s: 2 of 2 tasks completed/);
   const blocked = await runDevToEnd(['--data-dir', dataDir, '--workers', '1', '--submit', bad, '--exit', ...(await devPorts())], embeddedEnv(), 180_000);
   assert.equal(blocked.code, 1, blocked.output);
-  assert.match(blocked.output, /\[bad\.yml\] blocked after \d+ s; blocked by/);
+  assert.match(blocked.output, /\[bad\.yml\] task-graph \S+ is blocked by b \(/);
+  assert.match(blocked.output, /\[bad\.yml\] about to fail/, "the end of the blocking task's log");
   assert.match(blocked.output, /not every graph finished; stopping/);
   assert.deepEqual(processesMentioning(dataDir), [], 'no process of these runs is left (the Temporal dev server included)');
 });

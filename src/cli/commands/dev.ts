@@ -2,7 +2,6 @@ import type { Command } from 'commander';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import slugid from 'slugid';
-import YAML from 'yaml';
 import { loadConfig, ROOT_CLIENT_ID, type Config } from '../../config.js';
 import { buildApi, type ApiApp } from '../../api/app.js';
 import { startRelay } from '../../exchanges/relay.js';
@@ -14,8 +13,9 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createSchedulerWorker, ensureSearchAttributes } from '../../worker.js';
 import { freePort, startDevServer, type DevServer } from '../../temporal/devServer.js';
 import { generateAccessToken } from '../../auth/clients.js';
-import { ApiClient, TgsApiError } from '../../client/http.js';
-import { startShellWorker, type ShellWorker } from '../../shellWorker/index.js';
+import { GraphNotFinishedError, TgsApiError, TgsClient, type TaskGraph } from '../../client/tgsClient.js';
+import { Progress, readGraphFile, withTaskDefaults } from './graph.js';
+import { LIVE_LOG, startShellWorker, type ShellWorker } from '../../shellWorker/index.js';
 import { onShutdown } from '../shutdown.js';
 
 /** Where `tgs dev --workers N` workers take their tasks from; graphs for them use these. */
@@ -102,73 +102,52 @@ async function listenApi(api: ApiApp, config: Config, preferred: number): Promis
   }
 }
 
-function readGraphFile(file: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new Error(`--submit ${file}: cannot read it (${(err as Error).message})`);
-  }
-  try {
-    return YAML.parse(text);
-  } catch (err) {
-    throw new Error(`--submit ${file}: not valid JSON or YAML (${(err as Error).message})`);
-  }
-}
-
 type GraphEnd = 'finished' | 'blocked' | 'canceled' | 'failed';
 
 /**
- * Submits a graph file and prints its progress (a line whenever the counts change) until it
- * finishes, blocks or is canceled.
+ * Submits a graph file as `tgs graph submit` does (same file reader and task defaults) and prints its
+ * progress as plain lines prefixed with the file name (worker lines interleave) until it finishes, blocks
+ * or is canceled; a blocked graph's first blocking task gets the end of its log.
  */
-async function submitAndWatch(client: ApiClient, file: string, rootUrl: string, isStopping: () => boolean): Promise<GraphEnd> {
-  const name = path.basename(file);
+async function submitAndWatch(client: TgsClient, file: string, name: string, isStopping: () => boolean): Promise<GraphEnd> {
+  const prefixed = { isTTY: false, write: (text: string) => process.stdout.write(text.replace(/^(?=.)/gm, `[${name}] `)) } as unknown as NodeJS.WriteStream;
   let taskGraphId: string;
   try {
-    const graph = readGraphFile(file);
+    const graph = readGraphFile(file) as unknown as TaskGraph;
     taskGraphId = slugid.nice();
-    await client.request('scheduler', 'PUT', `/task-graph/${taskGraphId}`, graph);
+    const meta = (graph.metadata ?? {}) as Record<string, string>;
+    const tasks = withTaskDefaults(graph.tasks, { now: Date.now(), owner: meta.owner ?? 'tgs-dev', source: meta.source ?? client.graphUrl(taskGraphId) });
+    await client.submitGraph({ ...graph, metadata: { name: path.basename(file).replace(/\.(json|ya?ml)$/i, ''), ...meta }, tasks }, { taskGraphId });
   } catch (err) {
     const message = err instanceof TgsApiError ? `${err.code}: ${err.message}` : (err as Error).message;
-    console.log(`[${name}] not submitted: ${message}`);
+    prefixed.write(`not submitted: ${message}\n`);
     return 'failed';
   }
-  console.log(`[${name}] submitted as task graph ${taskGraphId}: ${rootUrl}/ui/task-graph/${taskGraphId}`);
+  prefixed.write(`submitted as task graph ${taskGraphId}: ${client.graphUrl(taskGraphId)}\n`);
+  const progress = new Progress(client, taskGraphId, prefixed);
+  const stopped = new AbortController();
+  const poll = setInterval(() => isStopping() && stopped.abort(), 200);
   const started = Date.now();
-  let last = '';
-  for (;;) {
-    if (isStopping()) return 'failed';
-    let info: { status: { state: string }; counts: Record<string, number>; blockedBy: string[] };
-    try {
-      info = await client.request('scheduler', 'GET', `/task-graph/${taskGraphId}/info`);
-    } catch (err) {
-      if (isStopping()) return 'failed';
-      console.log(`[${name}] cannot read its status: ${(err as Error).message}`);
-      await new Promise((r) => setTimeout(r, 1000));
-      continue;
+  try {
+    const info = await client.waitForGraph(taskGraphId, { onProgress: (i) => progress.update(i), signal: stopped.signal });
+    prefixed.write(`finished in ${Math.round((Date.now() - started) / 1000)} s: ${info.counts.completed ?? 0} of ${info.taskCount} tasks completed\n`);
+    return 'finished';
+  } catch (err) {
+    if (!(err instanceof GraphNotFinishedError)) {
+      if (!isStopping()) prefixed.write(`cannot follow it: ${(err as Error).message}\n`);
+      return 'failed';
     }
-    const state = info.status.state;
-    const counts = Object.entries(info.counts)
-      .sort(([a], [b]) => a.localeCompare(b))
-      .map(([s, n]) => `${s} ${n}`)
-      .join(', ');
-    const line = `${state}: ${counts}`;
-    const elapsed = `${Math.round((Date.now() - started) / 1000)} s`;
-    if (line !== last && state === 'running') {
-      console.log(`[${name}] ${line} (${elapsed})`);
-      last = line;
+    prefixed.write(`${err.message}\n`);
+    const first = err.blocking[0];
+    if (first) {
+      const log = await client.artifact(first.taskId, LIVE_LOG).then((a) => a.data.toString('utf8'), () => '');
+      const tail = log.replace(/\n$/, '').split('\n').slice(-20).join('\n');
+      if (tail) prefixed.write(`--- end of ${first.label}'s ${LIVE_LOG} ---\n${tail}\n---\n`);
+      prefixed.write(`full log: tgs task log ${first.taskId}; rerun: tgs graph rerun ${taskGraphId} ${first.label}\n`);
     }
-    if (state === 'finished') {
-      console.log(`[${name}] finished in ${elapsed}: ${counts}`);
-      return 'finished';
-    }
-    if (state === 'blocked' || state === 'canceled') {
-      const blocking = info.blockedBy.length > 0 ? `; blocked by ${info.blockedBy.join(', ')}` : '';
-      console.log(`[${name}] ${state} after ${elapsed}${blocking} (tgs graph inspect ${taskGraphId})`);
-      return state;
-    }
-    await new Promise((r) => setTimeout(r, 500));
+    return err.state;
+  } finally {
+    clearInterval(poll);
   }
 }
 
@@ -339,8 +318,11 @@ async function runDev(
   console.log('tgs dev is running; Ctrl-C stops everything.');
 
   if (opts.submit.length > 0) {
-    const client = new ApiClient(config.rootUrl, root);
-    const ends = await Promise.all(opts.submit.map((file) => submitAndWatch(client, file, config.rootUrl, isStopping)));
+    const client = new TgsClient({ rootUrl: config.rootUrl, credentials: root });
+    // Output lines carry the file name; `examples/<name>/graph.yaml` files share theirs, so those get the directory too.
+    const names = opts.submit.map((file) => path.basename(file));
+    const label = (file: string, i: number) => (names.filter((n) => n === names[i]).length > 1 ? path.join(path.basename(path.dirname(path.resolve(file))), names[i]) : names[i]);
+    const ends = await Promise.all(opts.submit.map((file, i) => submitAndWatch(client, file, label(file, i), isStopping)));
     if (opts.exit && !isStopping()) {
       const ok = ends.every((e) => e === 'finished');
       console.log(`tgs dev: ${ok ? 'every graph finished' : 'not every graph finished'}; stopping (--exit)`);
