@@ -30,17 +30,22 @@ function App() {
   const [notice, setNotice] = useState<string>();
   useEffect(() => onRouteChange(() => setRoute(currentRoute())), []);
   useEffect(() => {
-    // A sign-in link: `#signin?clientId=..&accessToken=..` (printed by `tgs dev`).
-    const credentials = takeSigninFragment();
-    if (!credentials) return;
-    void verifyCredentials(credentials).then((result) => {
-      if (result.ok) {
-        setCredentials(credentials);
-        setNotice(undefined);
-      } else {
-        setNotice(`The sign-in link was refused. ${result.message}`);
-      }
-    });
+    // A sign-in link: `#signin?clientId=..&accessToken=..` (printed by `tgs dev`), opened or pasted into this tab.
+    const signIn = () => {
+      const credentials = takeSigninFragment();
+      if (!credentials) return;
+      void verifyCredentials(credentials).then((result) => {
+        if (result.ok) {
+          setCredentials(credentials);
+          setNotice(undefined);
+        } else {
+          setNotice(`The sign-in link was refused. ${result.message}`);
+        }
+      });
+    };
+    signIn();
+    addEventListener('hashchange', signIn);
+    return () => removeEventListener('hashchange', signIn);
   }, []);
   return (
     <>

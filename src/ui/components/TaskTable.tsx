@@ -7,7 +7,7 @@ import { duration } from './format';
 import { StateBadge } from './TaskDetails';
 
 const ROW_HEIGHT = 24;
-const VIEW_ROWS = 10;
+const VIEW_ROWS = 8;
 
 type SortKey = 'state' | 'label' | 'duration';
 

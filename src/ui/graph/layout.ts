@@ -127,7 +127,7 @@ export function layoutGraph(input: LayoutInput, options: { rowWidth?: number; sw
   }
 
   // 3. Coordinates: rows of at most rowWidth nodes, a layer's rows filled column by column.
-  const rowWidth = Math.max(16, options.rowWidth ?? Math.ceil(Math.sqrt(n * 2.5)));
+  const rowWidth = Math.max(16, options.rowWidth ?? Math.ceil(Math.sqrt(n * 8)));
   const xy = new Float32Array(2 * n);
   let y = 0;
   const bounds = { minX: Infinity, maxX: -Infinity, minY: 0, maxY: 0 };

@@ -75,6 +75,23 @@ uniform vec4 u_color;
 out vec4 o_color;
 void main() { o_color = u_color; }`;
 
+// Copies the cached edge layer to the screen (moved and scaled while a pan or zoom is under way).
+const BLIT_VS = `#version 300 es
+in vec2 a_pos;
+in vec2 a_uv;
+out vec2 v_uv;
+void main() { v_uv = a_uv; gl_Position = vec4(a_pos, 0.0, 1.0); }`;
+
+const BLIT_FS = `#version 300 es
+precision mediump float;
+in vec2 v_uv;
+uniform sampler2D u_tex;
+out vec4 o_color;
+void main() { o_color = texture(u_tex, v_uv); }`;
+
+/** After the last wheel event, the edges are drawn again at full quality this much later. */
+const SETTLE_MS = 150;
+
 function compile(gl: WebGL2RenderingContext, vs: string, fs: string): WebGLProgram {
   const program = gl.createProgram() as WebGLProgram;
   for (const [type, source] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, fs]] as const) {
@@ -113,6 +130,15 @@ export class GraphRenderer {
   private edgeBuffer: WebGLBuffer;
   private highlightBuffer: WebGLBuffer;
   private highlightCount = 0;
+  private blitProgram: WebGLProgram;
+  private blitVao: WebGLVertexArrayObject;
+  private blitBuffer: WebGLBuffer;
+  private edgeTexture: WebGLTexture | undefined;
+  private edgeFramebuffer: WebGLFramebuffer | undefined;
+  /** The view the edge layer was drawn at; undefined when it must be drawn again. */
+  private edgeView: { x: number; y: number; zoom: number } | undefined;
+  private settleUntil = 0;
+  private settleTimer: ReturnType<typeof setTimeout> | undefined;
   private graph: RendererGraph | undefined;
   private edgeCount = 0;
   private center = { x: 0, y: 0 };
@@ -164,6 +190,17 @@ export class GraphRenderer {
     gl.bindBuffer(gl.ARRAY_BUFFER, this.edgeBuffer);
     gl.enableVertexAttribArray(edgeLoc);
     gl.vertexAttribPointer(edgeLoc, 2, gl.FLOAT, false, 0, 0);
+    this.blitProgram = compile(gl, BLIT_VS, BLIT_FS);
+    this.blitBuffer = gl.createBuffer() as WebGLBuffer;
+    this.blitVao = gl.createVertexArray() as WebGLVertexArrayObject;
+    gl.bindVertexArray(this.blitVao);
+    gl.bindBuffer(gl.ARRAY_BUFFER, this.blitBuffer);
+    const blitPos = gl.getAttribLocation(this.blitProgram, 'a_pos');
+    const blitUv = gl.getAttribLocation(this.blitProgram, 'a_uv');
+    gl.enableVertexAttribArray(blitPos);
+    gl.vertexAttribPointer(blitPos, 2, gl.FLOAT, false, 16, 0);
+    gl.enableVertexAttribArray(blitUv);
+    gl.vertexAttribPointer(blitUv, 2, gl.FLOAT, false, 16, 8);
     this.highlightVao = gl.createVertexArray() as WebGLVertexArrayObject;
     gl.bindVertexArray(this.highlightVao);
     gl.bindBuffer(gl.ARRAY_BUFFER, this.highlightBuffer);
@@ -190,6 +227,7 @@ export class GraphRenderer {
     gl.bindBuffer(gl.ARRAY_BUFFER, this.edgeBuffer);
     gl.bufferData(gl.ARRAY_BUFFER, graph.edges, gl.STATIC_DRAW);
     this.edgeCount = graph.edges.length / 2;
+    this.edgeView = undefined;
     this.computeFitZoom();
     if (fit) this.fit();
     else this.requestDraw();
@@ -268,6 +306,7 @@ export class GraphRenderer {
 
   destroy(): void {
     cancelAnimationFrame(this.frame);
+    clearTimeout(this.settleTimer);
     this.resizeObserver.disconnect();
     this.gl.getExtension('WEBGL_lose_context')?.loseContext();
   }
@@ -310,6 +349,7 @@ export class GraphRenderer {
       c.style.width = `${this.width}px`;
       c.style.height = `${this.height}px`;
     }
+    this.resizeEdgeLayer();
     const wasFit = Math.abs(this.zoom - this.fitZoom) < 1e-9;
     this.computeFitZoom();
     if (wasFit) this.zoom = this.fitZoom;
@@ -345,13 +385,27 @@ export class GraphRenderer {
       gl.uniform1f(gl.getUniformLocation(program, 'u_zoom'), this.zoom * dpr);
       gl.uniform2f(gl.getUniformLocation(program, 'u_viewport'), this.canvas.width, this.canvas.height);
     };
-    // Edges: fainter the more of them share each pixel.
+    // Edges: drawn into a texture once per view (100,000 lines cost ~100 ms on a software GPU); a frame that
+    // only changes states, flags or the selection copies that texture. While the view moves the old texture
+    // is moved along and the edges are drawn again once it settles.
+    const moving = this.drag?.moved === true || performance.now() < this.settleUntil;
+    const current = this.edgeView && this.edgeView.x === this.center.x && this.edgeView.y === this.center.y && this.edgeView.zoom === this.zoom;
+    if (!current && !(moving && this.edgeView)) {
+      gl.bindFramebuffer(gl.FRAMEBUFFER, this.edgeFramebuffer as WebGLFramebuffer);
+      gl.clear(gl.COLOR_BUFFER_BIT);
+      setView(this.edgeProgram);
+      const density = this.edgeCount / 2 / Math.max(1, (this.zoom / this.fitZoom) ** 2) / ((this.width * this.height) / 1e4);
+      const alpha = Math.min(0.7, Math.max(0.06, 0.7 / Math.sqrt(Math.max(density, 1))));
+      gl.uniform4f(gl.getUniformLocation(this.edgeProgram, 'u_color'), 0.25, 0.29, 0.34, alpha);
+      gl.bindVertexArray(this.edgeVao);
+      gl.drawArrays(gl.LINES, 0, this.edgeCount);
+      gl.bindFramebuffer(gl.FRAMEBUFFER, null);
+      this.edgeView = { x: this.center.x, y: this.center.y, zoom: this.zoom };
+    } else if (!current) {
+      this.scheduleSettle();
+    }
+    this.blitEdges();
     setView(this.edgeProgram);
-    const density = this.edgeCount / 2 / Math.max(1, (this.zoom / this.fitZoom) ** 2) / ((this.width * this.height) / 1e4);
-    const alpha = Math.min(0.7, Math.max(0.06, 0.7 / Math.sqrt(Math.max(density, 1))));
-    gl.uniform4f(gl.getUniformLocation(this.edgeProgram, 'u_color'), 0.25, 0.29, 0.34, alpha);
-    gl.bindVertexArray(this.edgeVao);
-    gl.drawArrays(gl.LINES, 0, this.edgeCount);
     if (this.highlightCount) {
       gl.uniform4f(gl.getUniformLocation(this.edgeProgram, 'u_color'), 0.0, 0.55, 0.85, 0.95);
       gl.bindVertexArray(this.highlightVao);
@@ -365,6 +419,58 @@ export class GraphRenderer {
     gl.drawArrays(gl.POINTS, 0, g.n);
     gl.bindVertexArray(null);
     this.drawLabels(g);
+  }
+
+  private resizeEdgeLayer(): void {
+    const gl = this.gl;
+    if (this.edgeTexture) gl.deleteTexture(this.edgeTexture);
+    if (this.edgeFramebuffer) gl.deleteFramebuffer(this.edgeFramebuffer);
+    this.edgeTexture = gl.createTexture() as WebGLTexture;
+    gl.bindTexture(gl.TEXTURE_2D, this.edgeTexture);
+    gl.texImage2D(gl.TEXTURE_2D, 0, gl.RGBA8, this.canvas.width, this.canvas.height, 0, gl.RGBA, gl.UNSIGNED_BYTE, null);
+    gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.LINEAR);
+    gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAG_FILTER, gl.LINEAR);
+    gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_WRAP_S, gl.CLAMP_TO_EDGE);
+    gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_WRAP_T, gl.CLAMP_TO_EDGE);
+    this.edgeFramebuffer = gl.createFramebuffer() as WebGLFramebuffer;
+    gl.bindFramebuffer(gl.FRAMEBUFFER, this.edgeFramebuffer);
+    gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, this.edgeTexture, 0);
+    gl.bindFramebuffer(gl.FRAMEBUFFER, null);
+    this.edgeView = undefined;
+  }
+
+  /** The edge layer on screen, moved from the view it was drawn at to the current one. */
+  private blitEdges(): void {
+    const gl = this.gl;
+    const v = this.edgeView;
+    if (!v) return;
+    const k = this.zoom / v.zoom;
+    const W = this.width;
+    const H = this.height;
+    const dx = (v.x - this.center.x) * this.zoom;
+    const dy = (v.y - this.center.y) * this.zoom;
+    const corner = (sx: number, sy: number, u: number, t: number) => [((sx - W / 2) * k + dx + W / 2) / W * 2 - 1, 1 - ((sy - H / 2) * k + dy + H / 2) / H * 2, u, t];
+    const quad = new Float32Array([...corner(0, 0, 0, 1), ...corner(W, 0, 1, 1), ...corner(0, H, 0, 0), ...corner(W, H, 1, 0)]);
+    gl.disable(gl.BLEND);
+    gl.useProgram(this.blitProgram);
+    gl.activeTexture(gl.TEXTURE0);
+    gl.bindTexture(gl.TEXTURE_2D, this.edgeTexture as WebGLTexture);
+    gl.uniform1i(gl.getUniformLocation(this.blitProgram, 'u_tex'), 0);
+    gl.bindVertexArray(this.blitVao);
+    gl.bindBuffer(gl.ARRAY_BUFFER, this.blitBuffer);
+    gl.bufferData(gl.ARRAY_BUFFER, quad, gl.STREAM_DRAW);
+    gl.drawArrays(gl.TRIANGLE_STRIP, 0, 4);
+    gl.enable(gl.BLEND);
+  }
+
+  /** Draw the edges again once the pan or zoom has stopped. */
+  private scheduleSettle(): void {
+    clearTimeout(this.settleTimer);
+    this.settleTimer = setTimeout(() => {
+      if (this.drag?.moved) return;
+      this.settleUntil = 0;
+      this.requestDraw();
+    }, Math.max(20, this.settleUntil - performance.now() + 5));
   }
 
   /** Labels of the visible nodes once they are far enough apart to read (and always the marked ones). */
@@ -414,12 +520,17 @@ export class GraphRenderer {
       const d = this.drag;
       this.drag = undefined;
       if (d && !d.moved) this.onPick?.(this.pick(e.offsetX, e.offsetY));
+      else this.requestDraw();
     });
-    el.addEventListener('pointercancel', () => (this.drag = undefined));
+    el.addEventListener('pointercancel', () => {
+      this.drag = undefined;
+      this.requestDraw();
+    });
     el.addEventListener(
       'wheel',
       (e) => {
         e.preventDefault();
+        this.settleUntil = performance.now() + SETTLE_MS;
         this.zoomBy(Math.exp(-e.deltaY * 0.0015), { x: e.offsetX, y: e.offsetY });
       },
       { passive: false },

@@ -1,0 +1,294 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import slugid from 'slugid';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { startStack, eventually, type Stack } from '../helpers/stack.js';
+import { startFastWorker, type ClaimedTask } from '../helpers/fastWorker.js';
+import { graphOf } from '../helpers/graphs.js';
+import { ApiClient } from '../../src/client/http.js';
+import { chromiumOptions, ensureUiBuilt } from './build.js';
+
+// The graph explorer in headless Chromium against the real stack (API, relay, bridge, Temporal, worker).
+// Page functions are strings: tsx would wrap named functions in a helper the page does not have.
+
+let stack: Stack;
+let browser: Browser;
+let worker: ReturnType<typeof startFastWorker>;
+/** Tasks whose next run the fast worker completes (others fail when their payload says `broken`). */
+const fixed = new Set<string>();
+
+before(async () => {
+  ensureUiBuilt();
+  stack = await startStack();
+  worker = startFastWorker({
+    rootUrl: stack.api.rootUrl,
+    credentials: stack.api.root,
+    provisionerId: 'tgs-test',
+    workerType: 'fast',
+    concurrency: 4,
+    decide: (task: ClaimedTask) => (task.task.payload.broken && !fixed.has(task.taskId) ? 'failed' : 'completed'),
+  });
+  browser = await chromium.launch(chromiumOptions);
+});
+after(async () => {
+  await browser?.close();
+  await worker.stop();
+  await stack.stop();
+});
+
+type Nodes = Parameters<typeof graphOf>[0];
+
+async function submit(nodes: Nodes, workerType = 'fast', workerTypes: Record<string, string> = {}) {
+  const graph = graphOf(nodes);
+  for (const [label, node] of Object.entries(graph.tasks)) (node.task as { workerType: string }).workerType = workerTypes[label] ?? workerType;
+  const taskGraphId = slugid.nice();
+  const res = await stack.root.request<{ tasks: { label: string; taskId: string }[] }>('scheduler', 'PUT', `/task-graph/${taskGraphId}`, graph);
+  return { taskGraphId, ids: new Map(res.tasks.map((t) => [t.label, t.taskId])) };
+}
+
+const graphState = async (id: string) => (await stack.root.request('scheduler', 'GET', `/task-graph/${id}/status`)).status.state as string;
+const waitGraphState = (id: string, state: string) => eventually(async () => (await graphState(id)) === state, `graph ${id} ${state}`, 60_000);
+const taskState = async (taskId: string) => (await stack.root.request('queue', 'GET', `/task/${taskId}/status`)).status.state as string;
+
+interface Claimed {
+  taskId: string;
+  runId: number;
+  api: ApiClient;
+}
+
+/** Claims the one pending task of a worker pool the test drives by hand. */
+async function claim(workerType: string, taskId: string): Promise<Claimed> {
+  const res = await stack.root.request('queue', 'POST', `/claim-work/tgs-test/${workerType}`, { workerGroup: 'tests', workerId: 'browser', tasks: 1 });
+  const task = res.tasks[0];
+  assert.equal(task?.status.taskId, taskId, `claimed ${taskId} from ${workerType}`);
+  return { taskId, runId: task.runId, api: new ApiClient(stack.api.rootUrl, task.credentials) };
+}
+
+async function report(c: Claimed, outcome: 'completed' | 'failed') {
+  await c.api.request('queue', 'POST', `/task/${c.taskId}/runs/${c.runId}/${outcome}`);
+}
+
+/** Uploads the run's public/logs/live.log (again), as a worker does while the task runs. */
+async function uploadLog(c: Claimed, text: string) {
+  const { putUrl } = await c.api.request('queue', 'POST', `/task/${c.taskId}/runs/${c.runId}/artifacts/public/logs/live.log`, {
+    storageType: 's3',
+    contentType: 'text/plain; charset=utf-8',
+    expires: new Date(Date.now() + 3_600_000).toISOString(),
+  });
+  const res = await fetch(putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain; charset=utf-8' }, body: text });
+  assert.equal(res.status, 200, `log upload: ${await res.text()}`);
+}
+
+async function newPage(): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.on('pageerror', (err) => console.error(`page error: ${err.message}`));
+  return page;
+}
+
+async function openGraph(page: Page, taskGraphId: string) {
+  await page.goto(`${stack.api.rootUrl}/ui/task-graph/${taskGraphId}`);
+  await page.waitForFunction('window.tgsGraph && window.tgsGraph.metrics.firstDraw !== undefined', null, { timeout: 30_000 });
+}
+
+/** The header's counts by state, as the page's text shows them. */
+async function counts(page: Page): Promise<Record<string, number>> {
+  const entries = await page.$$eval('.summary [data-count]', (els) => els.map((el) => [el.getAttribute('data-count'), el.querySelector('b')?.textContent]));
+  return Object.fromEntries(entries.map(([k, v]) => [k as string, Number(v)]));
+}
+
+/** Waits until the header shows these counts (others zero) and the graph this state. */
+async function expectCounts(page: Page, expected: Record<string, number>, state?: string) {
+  const want = { unscheduled: 0, pending: 0, running: 0, completed: 0, failed: 0, exception: 0, ...expected };
+  let last: unknown;
+  await eventually(async () => {
+    last = { counts: await counts(page), state: await page.getAttribute('[data-graph-state]', 'data-graph-state') };
+    const c = (last as { counts: Record<string, number> }).counts;
+    return Object.entries(want).every(([k, v]) => c[k] === v) && (!state || (last as { state: string }).state === state);
+  }, `the page to show ${JSON.stringify(want)}${state ? ` and ${state}` : ''} (last seen ${JSON.stringify(last)})`, 30_000).catch((err: Error) => {
+    throw new Error(`${err.message}; last seen ${JSON.stringify(last)}`);
+  });
+}
+
+/** Clicks a node in the drawing (where the renderer put it). */
+async function clickNode(page: Page, label: string) {
+  const at = await page.evaluate(`(() => {
+    const store = window.tgsGraph;
+    const idx = store.find(${JSON.stringify(label)});
+    const p = store.screenPosition(idx);
+    const r = document.querySelector('.graph-overlay').getBoundingClientRect();
+    return { x: p.x + r.left, y: p.y + r.top };
+  })()`) as { x: number; y: number };
+  await page.mouse.click(at.x, at.y);
+  await page.waitForFunction(`document.querySelector('.task-panel .task-label')?.textContent === ${JSON.stringify(label)}`, null, { timeout: 10_000 });
+}
+
+async function signInWithForm(page: Page, clientId: string, accessToken: string) {
+  await page.click('nav.top button:has-text("Sign in")');
+  await page.fill('.signin-form input[name=clientId]', clientId);
+  await page.fill('.signin-form input[name=accessToken]', accessToken);
+  await page.click('.signin-form button[type=submit]');
+}
+
+test('a small graph shows the right states and updates live as tasks resolve, without reloading the graph', async () => {
+  const { taskGraphId, ids } = await submit({ fetch: {}, build: { requires: ['fetch'] }, test: { requires: ['build'] } }, 'live');
+  await eventually(async () => (await taskState(ids.get('fetch') as string)) === 'pending', 'fetch pending');
+  const page = await newPage();
+  const nodeRequests: string[] = [];
+  page.on('request', (r) => r.url().includes('/nodes') && nodeRequests.push(r.url()));
+  await openGraph(page, taskGraphId);
+  await expectCounts(page, { pending: 1, unscheduled: 2 }, 'running');
+  assert.equal(await page.textContent('[data-total-tasks]'), '3');
+  assert.equal(await page.getAttribute('.table-body .row[data-label=fetch]', 'data-state'), 'pending');
+
+  const fetchRun = await claim('live', ids.get('fetch') as string);
+  await expectCounts(page, { running: 1, unscheduled: 2 });
+  await page.waitForSelector('.table-body .row[data-label=fetch][data-state=running]');
+  await report(fetchRun, 'completed');
+  await expectCounts(page, { completed: 1, pending: 1, unscheduled: 1 });
+  const buildRun = await claim('live', ids.get('build') as string);
+  await report(buildRun, 'completed');
+  await expectCounts(page, { completed: 2, pending: 1 });
+  const testRun = await claim('live', ids.get('test') as string);
+  await report(testRun, 'completed');
+  await expectCounts(page, { completed: 3 }, 'finished');
+  assert.equal(await page.getAttribute('.table-body .row[data-label=test]', 'data-state'), 'completed');
+  // the drawing holds the same states as the text
+  assert.equal(await page.evaluate('Array.from(window.tgsGraph.data.states).join()'), '3,3,3');
+  assert.equal(nodeRequests.length, 1, `the graph was fetched once: ${nodeRequests.join(', ')}`);
+  await page.close();
+});
+
+test('clicking a failed task shows its log tail; the tail follows while a task runs', async () => {
+  const { taskGraphId, ids } = await submit({ compile: {}, ship: { requires: ['compile'] }, lint: {} }, 'logs', { lint: 'lint' });
+  await eventually(async () => (await taskState(ids.get('compile') as string)) === 'pending', 'compile pending');
+  const compile = await claim('logs', ids.get('compile') as string);
+  const log = Array.from({ length: 300 }, (_, i) => `compiling unit ${i}`).concat('error: the build broke at line 42').join('\n');
+  await uploadLog(compile, `${log}\n`);
+  await report(compile, 'failed');
+  await eventually(async () => (await taskState(ids.get('lint') as string)) === 'pending', 'lint pending');
+  const lint = await claim('lint', ids.get('lint') as string);
+  await uploadLog(lint, 'lint step 1\n');
+  await waitGraphState(taskGraphId, 'blocked');
+
+  const page = await newPage();
+  await openGraph(page, taskGraphId);
+  await expectCounts(page, { failed: 1, running: 1, unscheduled: 1 }, 'blocked');
+  // the blocking task stands out and what it holds back is counted
+  assert.match((await page.textContent('.blocked-note')) ?? '', /Blocked by compile \(failed\) — holding back 1 task/);
+  await clickNode(page, 'compile');
+  await page.waitForFunction(`document.querySelector('.task-panel .log-tail')?.textContent.includes('error: the build broke at line 42')`, null, { timeout: 15_000 });
+  const tail = (await page.textContent('.task-panel .log-tail')) ?? '';
+  assert.doesNotMatch(tail, /compiling unit 0\n/, 'only the tail of a long log');
+  assert.equal(await page.textContent('.task-panel .task-state .badge'), 'failed');
+  assert.match((await page.textContent('.task-panel table.runs')) ?? '', /scheduled → failed/);
+  assert.match((await page.textContent('.task-panel .dependents')) ?? '', /ship/);
+  assert.match((await page.textContent('.task-panel .artifacts')) ?? '', /public\/logs\/live\.log/);
+
+  // a running task: its log grows while the panel is open
+  await clickNode(page, 'lint');
+  await page.waitForFunction(`document.querySelector('.task-panel .log-tail')?.textContent.includes('lint step 1')`, null, { timeout: 15_000 });
+  await uploadLog(lint, 'lint step 1\nlint step 2: all clean\n');
+  await page.waitForFunction(`document.querySelector('.task-panel .log-tail')?.textContent.includes('lint step 2: all clean')`, null, { timeout: 15_000 });
+  await report(lint, 'completed');
+  await page.waitForFunction(`document.querySelector('.task-panel .task-state .badge')?.textContent === 'completed'`, null, { timeout: 15_000 });
+  await page.close();
+});
+
+test('Rerun from the page, signed with Hawk, turns a blocked graph into a finished one', async () => {
+  const { taskGraphId, ids } = await submit({ flaky: { payload: { broken: true } }, deploy: { requires: ['flaky'] } });
+  await waitGraphState(taskGraphId, 'blocked');
+  const page = await newPage();
+  const signed: string[] = [];
+  page.on('request', (r) => r.method() === 'POST' && r.url().includes('/rerun/') && signed.push(r.headers().authorization ?? ''));
+  await openGraph(page, taskGraphId);
+  await expectCounts(page, { failed: 1, unscheduled: 1 }, 'blocked');
+  await signInWithForm(page, stack.api.root.clientId, stack.api.root.accessToken);
+  await page.waitForSelector(`nav.top .client-id:has-text("${stack.api.root.clientId}")`);
+  // the search box centres and selects the node
+  await page.fill('.search input[name=search]', 'flaky');
+  await page.press('.search input[name=search]', 'Enter');
+  await page.waitForSelector('.task-panel .task-label:has-text("flaky")');
+  fixed.add(ids.get('flaky') as string);
+  await page.click('.task-panel button[name=rerun]');
+  await page.waitForSelector('.task-panel .action-result.ok:has-text("Rerun accepted")');
+  await expectCounts(page, { completed: 2 }, 'finished');
+  assert.equal(signed.length, 1);
+  assert.match(signed[0], /^Hawk id="static\/tgs\/root", ts="\d+", nonce="[^"]+", hash="[^"]+", mac="[^"]+"$/);
+  // the credentials stay in this tab's sessionStorage, never in the address
+  assert.doesNotMatch(page.url(), /accessToken/);
+  assert.match((await page.evaluate('sessionStorage.getItem("tgs-credentials")')) as string, /static\/tgs\/root/);
+  await page.close();
+});
+
+test('a wrong credential shows a clear error; a refused action names the missing scope', async () => {
+  const page = await newPage();
+  await page.goto(`${stack.api.rootUrl}/ui/`);
+  await signInWithForm(page, stack.api.root.clientId, 'not-the-token');
+  const error = (await page.waitForSelector('.signin-form .error[role=alert]')).textContent();
+  assert.match((await error) ?? '', /Sign-in failed\. Your credentials were not accepted \(401 AuthenticationFailed\)/);
+  assert.equal(await page.evaluate('sessionStorage.getItem("tgs-credentials")'), null, 'refused credentials are not kept');
+
+  // a sign-in link with a wrong token says so too
+  await page.goto(`${stack.api.rootUrl}/ui/#signin?clientId=${encodeURIComponent(stack.api.root.clientId)}&accessToken=wrong`);
+  await page.waitForSelector('nav.top .error:has-text("The sign-in link was refused")');
+  assert.ok(!page.url().includes('#signin'), 'the credentials leave the address bar');
+
+  // a client without the scope: signed in through the link, the cancel is refused with the scope it lacks
+  const clientId = `tests/ui-${slugid.nice()}`;
+  const created = await stack.root.request('auth', 'PUT', `/clients/${encodeURIComponent(clientId)}`, {
+    description: 'browser test: no scheduler scopes',
+    expires: new Date(Date.now() + 3_600_000).toISOString(),
+    scopes: ['auth:current-scopes'],
+  });
+  const { taskGraphId } = await submit({ waiting: {} }, 'nobody');
+  await page.goto(`${stack.api.rootUrl}/ui/task-graph/${taskGraphId}#signin?clientId=${encodeURIComponent(clientId)}&accessToken=${created.accessToken}`);
+  await page.waitForSelector(`nav.top .client-id:has-text("${clientId}")`);
+  assert.ok(!page.url().includes('accessToken'));
+  await page.click('button[name=cancel-graph]');
+  await page.click('button[name=cancel-graph-confirm]');
+  const refused = await page.waitForSelector('.graph-header .action-result.error');
+  const text = (await refused.textContent()) ?? '';
+  assert.match(text, /403 InsufficientScopes/);
+  assert.match(text, new RegExp(`Missing scope: scheduler:cancel-task-graph:${taskGraphId}`));
+  assert.equal(await graphState(taskGraphId), 'running', 'nothing was canceled');
+  await page.close();
+});
+
+test('the graphs list shows each graph with its counts and filters by state', async () => {
+  const finished = await submit({ one: {}, two: { requires: ['one'] } });
+  const blocked = await submit({ bad: { payload: { broken: true } }, later: { requires: ['bad'] } });
+  const running = await submit({ idle: {} }, 'nobody');
+  await waitGraphState(finished.taskGraphId, 'finished');
+  await waitGraphState(blocked.taskGraphId, 'blocked');
+  await eventually(async () => (await taskState(running.ids.get('idle') as string)) === 'pending', 'idle pending');
+  const page = await newPage();
+  await page.goto(`${stack.api.rootUrl}/ui/`);
+  const row = (id: string) => `table.graphs tr[data-graph-id="${id}"]`;
+  await page.waitForSelector(row(running.taskGraphId));
+  assert.equal(await page.getAttribute(row(blocked.taskGraphId), 'data-state'), 'blocked');
+  assert.match((await page.textContent(`${row(blocked.taskGraphId)} .by-state`)) ?? '', /1 unscheduled.*1 failed/);
+  assert.match((await page.textContent(`${row(finished.taskGraphId)} .by-state`)) ?? '', /2 completed/);
+
+  const shownStates = () => page.$$eval('table.graphs tbody tr', (rows) => rows.map((r) => r.getAttribute('data-state')));
+  await page.selectOption('select[name=graph-state]', 'blocked');
+  await page.waitForURL(/\?state=blocked$/);
+  await page.waitForFunction(`Array.from(document.querySelectorAll('table.graphs tbody tr')).every((r) => r.dataset.state === 'blocked')`);
+  await page.waitForSelector(row(blocked.taskGraphId));
+  assert.equal(await page.$(row(finished.taskGraphId)), null);
+  assert.ok((await shownStates()).every((s) => s === 'blocked'));
+
+  await page.selectOption('select[name=graph-state]', 'finished');
+  await page.waitForSelector(row(finished.taskGraphId));
+  assert.ok((await shownStates()).every((s) => s === 'finished'));
+  assert.equal(await page.$(row(blocked.taskGraphId)), null);
+
+  // the filter is in the address: opening it directly shows the same
+  await page.goto(`${stack.api.rootUrl}/ui/?state=running`);
+  await page.waitForSelector(row(running.taskGraphId));
+  assert.ok((await shownStates()).every((s) => s === 'running'));
+  // and a graph's row leads to its page
+  await page.click(`${row(running.taskGraphId)} a`);
+  await page.waitForURL(new RegExp(`/ui/task-graph/${running.taskGraphId}$`));
+  await page.waitForSelector('[data-graph-state=running]');
+  await page.close();
+});
