@@ -6,6 +6,7 @@ import path from 'node:path';
 import slugid from 'slugid';
 import { Client, Connection } from '@temporalio/client';
 import { ApiClient } from '../../src/client/http.js';
+import { TgsClient } from '../../src/client/tgsClient.js';
 import { startTestTemporal } from '../helpers/temporal.js';
 import { eventually } from '../helpers/stack.js';
 import { childrenOf, devPorts, embeddedEnv, isRunning, processesMentioning, runDevToEnd, startDevProcess, type DevProcess } from '../helpers/devProcess.js';
@@ -146,4 +147,34 @@ test('tgs dev --submit FILE --exit: exits 0 when the graph finished, 1 when it b
   assert.match(blocked.output, /\[bad\.yml\] about to fail/, "the end of the blocking task's log");
   assert.match(blocked.output, /not every graph finished; stopping/);
   assert.deepEqual(processesMentioning(dataDir), [], 'no process of these runs is left (the Temporal dev server included)');
+});
+
+test("the README's main job in embedded mode: tgs dev --workers 2 --submit every example --exit, each to its expected end", async () => {
+  const dataDir = path.join(work, 'examples');
+  const examples = ['build-test-package', 'fan-out-fan-in', 'flaky-reruns'];
+  const run = await runDevToEnd(
+    ['--data-dir', dataDir, '--workers', '2', ...examples.flatMap((e) => ['--submit', `examples/${e}/graph.yaml`]), '--exit', ...(await devPorts())],
+    embeddedEnv(),
+    300_000,
+  );
+  assert.equal(run.code, 0, run.output);
+  assert.match(run.output, /every graph finished; stopping/);
+  const ids = Object.fromEntries(
+    examples.map((e) => {
+      const m = new RegExp(`\\[${e}/graph\\.yaml\\] submitted as task graph (\\S+):`).exec(run.output);
+      assert.ok(m, `${e} was submitted:\n${run.output}`);
+      assert.match(run.output, new RegExp(`\\[${e}/graph\\.yaml\\] finished in \\d+ s`));
+      return [e, m[1]];
+    }),
+  );
+  // The results are in the embedded database: look at them through a restarted tgs dev.
+  const dev = await start(['--data-dir', dataDir, ...(await devPorts())]);
+  const client = new TgsClient({ rootUrl: dev.rootUrl, credentials: { clientId: dev.clientId, accessToken: dev.accessToken } });
+  const task = async (example: string, label: string) => (await client.inspect(ids[example], label)).taskId;
+  const text = async (taskId: string, name: string) => (await client.artifact(taskId, name)).data.toString('utf8');
+  assert.equal(await text(await task('fan-out-fan-in', 'combine'), 'public/total.txt'), '80200\n');
+  assert.match(await text(await task('build-test-package', 'package'), 'public/release/SHA256SUMS'), /^[0-9a-f]{64} {2}app\.tar\.gz\n/);
+  const flaky = await client.taskStatus(await task('flaky-reruns', 'flaky-test'));
+  assert.deepEqual(flaky.runs.map((r) => r.state), ['failed', 'completed']);
+  assert.equal(await dev.interrupt(), 0, dev.output());
 });
