@@ -1,6 +1,8 @@
 /** All configuration comes from the environment; every variable is documented in README.md. */
 export interface Config {
+  /** Postgres URL, or `pglite:///<dir>` for the embedded database (src/db/pglite.ts; what `tgs dev` uses without DATABASE_URL). */
   databaseUrl: string;
+  /** RabbitMQ URL, or `memory://<name>` for the in-process bus (src/exchanges/busMemory.ts; `tgs dev` without AMQP_URL). */
   amqpUrl: string;
   temporalAddress: string;
   temporalNamespace: string;
