@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only hop,throughput,scale,queue]`: tgs against its floors, measured in
+ * `npm run bench [-- --quick] [-- --only hop,throughput,scale,queue,ui]`: tgs against its floors, measured in
  * one run on this machine. Writes bench/results/latest.json and a dated copy, and prints a table.
  */
 import { cpus, totalmem } from 'node:os';
@@ -17,11 +17,12 @@ import { createFloorActivities } from './floor/activities.js';
 import { percentile } from './stats.js';
 import { runQueueBench } from './queue.js';
 import { renderMarkdown } from './report.js';
+import { runUiBench } from './ui.js';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const onlyArg = args.find((a) => a.startsWith('--only='))?.slice(7);
-const only = new Set((onlyArg ?? 'hop,throughput,scale,queue').split(','));
+const only = new Set((onlyArg ?? 'hop,throughput,scale,queue,ui').split(','));
 const sizes = quick
   ? { chain: 20, floorHops: 20, throughput: 500, layers: 10, width: 100, fanIn: 3, queueTasks: 300 }
   : { chain: 200, floorHops: 200, throughput: 10_000, layers: 100, width: 1000, fanIn: 4, queueTasks: 5000 };
@@ -348,6 +349,7 @@ async function main() {
       log('queue: enqueue → claim latency, claim+complete throughput with 16 claimers');
       results.queue = await runQueueBench({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, tasks: sizes.queueTasks, claimers: 16 });
     }
+    if (only.has('ui')) results.ui = await runUiBench({ stack, quick, log });
   } finally {
     await stopProcesses(processes);
     await stack.stop();
