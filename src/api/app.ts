@@ -42,9 +42,19 @@ export async function buildApi(config: Config, options: ApiServerOptions = {}): 
       return app.listen({ port: config.port, host: config.host });
     },
     async close() {
+      // Stopping the waiter answers every long-polling claimWork at once. A connection whose request is
+      // answered while closing would then stay open for node's keep-alive (~72 s) and server.close() would
+      // wait for it: close connections as they become idle, and whatever is left after a grace period.
       await claimWaiter.stop();
       await sweeps.stop();
-      await app.close();
+      const idle = setInterval(() => app.server.closeIdleConnections(), 100);
+      const force = setTimeout(() => app.server.closeAllConnections(), 5000);
+      try {
+        await app.close();
+      } finally {
+        clearInterval(idle);
+        clearTimeout(force);
+      }
       await temporal.close();
       await pool.end();
     },

@@ -241,22 +241,7 @@ async function runDev(
   const config = loadConfig(env, { databaseUrl, amqpUrl, temporalAddress, rootAccessToken: token });
   if (embeddedDb) console.log(`tgs dev: embedded database (PGlite) in ${path.join(dataDir, 'pglite')}`);
   const api = await buildApi(config);
-  cleanups.push({
-    name: 'the API',
-    run: async () => {
-      // A long-poll answered while closing (the shell workers have just stopped) can leave its connection
-      // open for fastify's 72 s keep-alive, and server.close() would wait for it: close connections as
-      // they become idle, and after a grace period whatever is left (dev only; the workers are gone).
-      const idle = setInterval(() => api.app.server.closeIdleConnections(), 100);
-      const force = setTimeout(() => api.app.server.closeAllConnections(), 3000);
-      try {
-        await api.close();
-      } finally {
-        clearInterval(idle);
-        clearTimeout(force);
-      }
-    },
-  });
+  cleanups.push({ name: 'the API', run: () => api.close() });
   await listenApi(api, config, apiPreferred);
   if (!env.TGS_ROOT_URL) config.rootUrl = `http://127.0.0.1:${config.port}`;
 
