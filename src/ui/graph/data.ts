@@ -32,6 +32,7 @@ export interface GraphData {
   xy: Float32Array;
   edges: Float32Array;
   layers: number;
+  xScale: number;
   bounds: { minX: number; maxX: number; minY: number; maxY: number };
   timings: { fetchMs: number; parseMs: number; layoutMs: number };
 }

@@ -25,6 +25,8 @@ export interface Layout {
   depStart: Uint32Array;
   dep: Uint32Array;
   bounds: { minX: number; maxX: number; minY: number; maxY: number };
+  /** Horizontal distance between neighbours in a row (1, or more for a narrow graph). */
+  xScale: number;
 }
 
 export const ROW_GAP = 1.2;
@@ -154,7 +156,15 @@ export function layoutGraph(input: LayoutInput, options: { rowWidth?: number; sw
     y += LAYER_GAP;
   }
   if (n === 0) Object.assign(bounds, { minX: 0, maxX: 0 });
-  return { xy, layer, layers, depStart, dep, bounds };
+  // A narrow graph (a few tasks per layer) is spread sideways, up to 4×, towards twice as wide as tall, so its
+  // labels have room; the drawing keeps one zoom for both axes.
+  const xScale = Math.min(4, Math.max(1, (2 * (bounds.maxY - bounds.minY)) / Math.max(1, bounds.maxX - bounds.minX)));
+  if (xScale > 1) {
+    for (let v = 0; v < n; v++) xy[2 * v] *= xScale;
+    bounds.minX *= xScale;
+    bounds.maxX *= xScale;
+  }
+  return { xy, layer, layers, depStart, dep, bounds, xScale };
 }
 
 /** Line segments (x1, y1, x2, y2 per edge, requirement → dependent) for drawing. */

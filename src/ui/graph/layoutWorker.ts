@@ -93,6 +93,7 @@ async function handle(request: WorkerRequest): Promise<void> {
     xy: layout.xy,
     edges,
     layers: layout.layers,
+    xScale: layout.xScale,
     bounds: layout.bounds,
     timings: { fetchMs: t1 - t0, parseMs: t2 - t1, layoutMs: t3 - t2 },
   };

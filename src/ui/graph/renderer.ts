@@ -3,6 +3,7 @@
 // uploads one byte per node. Labels go on a 2D canvas on top, only when zoomed in far enough to read them.
 // Pan (drag), zoom (wheel, buttons), fit, and click picking (nearest node under the pointer).
 import { stateRgb } from '../states';
+import { ROW_GAP } from './layout';
 
 export const FLAG_SELECTED = 1;
 export const FLAG_BLOCKING = 2;
@@ -52,7 +53,7 @@ void main() {
   vec3 col = v_color;
   float alpha = 1.0;
   if ((v_flags & 8u) != 0u) { col = mix(col, vec3(1.0), 0.7); }
-  if ((v_flags & 4u) != 0u && r < 0.55) col = vec3(1.0);
+  if ((v_flags & 4u) != 0u) col = (v_size >= 7.0 && r < 0.5) ? vec3(1.0) : mix(col, vec3(0.55, 0.18, 0.1), 0.6);
   if (v_size >= 7.0 && r > 1.0 - 1.5 * px) col = col * 0.6;
   if ((v_flags & 2u) != 0u && r > 1.0 - 5.0 * px) col = (r > 1.0 - 2.5 * px) ? vec3(0.0) : vec3(1.0, 0.85, 0.0);
   if ((v_flags & 1u) != 0u && r > 1.0 - 3.5 * px) col = vec3(0.0, 0.75, 1.0);
@@ -114,6 +115,8 @@ export interface RendererGraph {
   flags: Uint8Array;
   labels: string[];
   bounds: { minX: number; maxX: number; minY: number; maxY: number };
+  /** Distance between neighbours in a row, world units. */
+  xScale: number;
 }
 
 export class GraphRenderer {
@@ -483,8 +486,10 @@ export class GraphRenderer {
     ctx.strokeStyle = 'rgba(255,255,255,0.9)';
     ctx.fillStyle = '#202124';
     const size = this.pointSize();
-    const readable = this.zoom >= 28;
-    const maxChars = Math.max(6, Math.floor(this.zoom / 6.5));
+    // Labels when neighbours are far enough apart for a few characters and rows for a line of text.
+    const room = this.zoom * g.xScale;
+    const readable = room >= 40 && this.zoom * ROW_GAP >= 16;
+    const maxChars = Math.max(5, Math.floor(room / 7));
     let drawn = 0;
     for (let i = 0; i < g.n && drawn < 3000; i++) {
       const marked = (g.flags[i] & (FLAG_SELECTED | FLAG_BLOCKING)) !== 0;

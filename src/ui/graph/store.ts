@@ -236,7 +236,7 @@ export class GraphStore {
 
   private rendererGraph() {
     const d = this.data as GraphData;
-    return { n: d.n, xy: d.xy, edges: d.edges, states: d.states, flags: this.flags, labels: d.labels, bounds: d.bounds };
+    return { n: d.n, xy: d.xy, edges: d.edges, states: d.states, flags: this.flags, labels: d.labels, bounds: d.bounds, xScale: d.xScale };
   }
 
   private recount(): void {

@@ -1,0 +1,141 @@
+/**
+ * `npm run screenshots`: pictures of the graph explorer for docs/ and the README, taken from a real stack
+ * (Postgres, RabbitMQ, a Temporal dev server, the scheduler worker) in headless Chromium:
+ *   docs/ui-graph.png      a small graph with every task state, blocked, a running task's panel with its live log
+ *   docs/ui-graph-30k.png  a 30,000-task graph (116,000 edges) while workers run through it
+ *   docs/ui-list.png       the graphs list
+ *   docs/ui-task.png       a task's page
+ */
+import { mkdirSync } from 'node:fs';
+import slugid from 'slugid';
+import { chromium, type Page } from 'playwright-core';
+import { startStack, eventually, type Stack } from '../test/helpers/stack.js';
+import { startFastWorker } from '../test/helpers/fastWorker.js';
+import { graphOf } from '../test/helpers/graphs.js';
+import { ApiClient } from '../src/client/http.js';
+import { chromiumOptions, ensureUiBuilt } from '../test/ui/build.js';
+
+const log = (line: string) => console.error(`[screenshots] ${line}`);
+const viewport = { width: 1400, height: 900 };
+
+async function submit(stack: Stack, graph: ReturnType<typeof graphOf>, name: string) {
+  const taskGraphId = slugid.nice();
+  const res = await stack.root.request<{ tasks: { label: string; taskId: string }[] }>('scheduler', 'PUT', `/task-graph/${taskGraphId}`, {
+    ...graph,
+    metadata: { name, description: 'screenshot', owner: 'docs@example.com', source: 'https://example.com/tgs' },
+  });
+  return { taskGraphId, ids: new Map(res.tasks.map((t) => [t.label, t.taskId])) };
+}
+
+const state = async (stack: Stack, taskId: string) => (await stack.root.request('queue', 'GET', `/task/${taskId}/status`)).status.state as string;
+
+async function openGraph(page: Page, stack: Stack, taskGraphId: string) {
+  await page.goto(`${stack.api.rootUrl}/ui/task-graph/${taskGraphId}`);
+  await page.waitForFunction('window.tgsGraph && window.tgsGraph.metrics.firstDraw !== undefined', null, { timeout: 120_000 });
+}
+
+/** A release pipeline with one task in each state; `unit-tests` is running with a live log. */
+async function smallGraph(stack: Stack, page: Page) {
+  const graph = graphOf({
+    checkout: {},
+    build: { requires: ['checkout'] },
+    'unit-tests': { requires: ['build'] },
+    lint: { requires: ['build'], outcomes: ['failed'] },
+    docs: { requires: ['build'], outcomes: ['exception'] },
+    integration: { requires: ['build'] },
+    package: { requires: ['unit-tests', 'lint', 'integration'] },
+    publish: { requires: ['package'] },
+    announce: { requires: ['publish', 'docs'] },
+  }, 'release');
+  (graph.tasks['unit-tests'].task as { workerType: string }).workerType = 'held';
+  (graph.tasks.integration.task as { workerType: string }).workerType = 'nobody';
+  const { taskGraphId, ids } = await submit(stack, graph, 'release 1.4.2');
+  const unitTests = ids.get('unit-tests') as string;
+  await eventually(async () => (await state(stack, unitTests)) === 'pending', 'unit-tests pending', 60_000);
+  const claim = await stack.root.request('queue', 'POST', '/claim-work/tgs-test/held', { workerGroup: 'docs', workerId: 'runner-1', tasks: 1 });
+  const run = new ApiClient(stack.api.rootUrl, claim.tasks[0].credentials);
+  const { putUrl } = await run.request('queue', 'POST', `/task/${unitTests}/runs/0/artifacts/public/logs/live.log`, {
+    storageType: 's3',
+    contentType: 'text/plain; charset=utf-8',
+    expires: new Date(Date.now() + 86_400_000).toISOString(),
+  });
+  const lines = ['$ npm test', '', '> app@1.4.2 test', '> node --test', ''];
+  for (let i = 1; i <= 24; i++) lines.push(`✔ suite ${i}: ${['parses input', 'handles empty files', 'retries on timeout', 'keeps order'][i % 4]} (${(i * 37) % 400} ms)`);
+  lines.push('▶ suite 25: streams large payloads');
+  await fetch(putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain; charset=utf-8' }, body: `${lines.join('\n')}\n` });
+  await eventually(async () => (await stack.root.request('scheduler', 'GET', `/task-graph/${taskGraphId}/status`)).status.state === 'blocked', 'blocked', 60_000);
+  await eventually(async () => (await state(stack, ids.get('docs') as string)) === 'exception', 'docs exception', 60_000);
+  await openGraph(page, stack, taskGraphId);
+  await page.fill('.search input[name=search]', 'unit-tests');
+  await page.press('.search input[name=search]', 'Enter');
+  await page.waitForSelector('.task-panel .log-tail');
+  await page.evaluate('window.tgsGraph.fit()');
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: 'docs/ui-graph.png' });
+  log('docs/ui-graph.png');
+  await page.goto(`${stack.api.rootUrl}/ui/task/${ids.get('lint')}`);
+  await page.waitForSelector('table.runs');
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: 'docs/ui-task.png' });
+  log('docs/ui-task.png');
+  return taskGraphId;
+}
+
+async function bigGraph(stack: Stack, page: Page) {
+  const layers = 30;
+  const width = 1000;
+  const nodes: Record<string, { requires?: string[] }> = {};
+  for (let l = 0; l < layers; l++) {
+    for (let w = 0; w < width; w++) {
+      nodes[`l${l}-${w}`] = { requires: l === 0 ? [] : [...new Set(Array.from({ length: 4 }, (_, k) => `l${l - 1}-${(w + k * 7) % width}`))] };
+    }
+  }
+  const graph = graphOf(nodes, 'big');
+  for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = 'big';
+  // a few tasks fail for good, so the picture shows a blocked graph with what it holds back
+  for (const label of ['l2-17', 'l3-640']) graph.tasks[label].task.payload.outcomes = ['failed'];
+  log('submitting a 30,000-task graph');
+  const { taskGraphId } = await submit(stack, graph, 'nightly: 30,000 tasks');
+  const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'big', concurrency: 8, batch: 8 });
+  try {
+    await eventually(async () => worker.reported.length >= 4000, '4,000 tasks done', 300_000);
+    await openGraph(page, stack, taskGraphId);
+    await page.waitForTimeout(1500);
+    await page.screenshot({ path: 'docs/ui-graph-30k.png' });
+    log('docs/ui-graph-30k.png');
+  } finally {
+    await worker.stop();
+  }
+}
+
+async function main() {
+  ensureUiBuilt();
+  mkdirSync('docs', { recursive: true });
+  const stack = await startStack();
+  const browser = await chromium.launch(chromiumOptions);
+  const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'fast', concurrency: 4 });
+  try {
+    const page = await browser.newPage({ viewport });
+    await submit(stack, graphOf({ a: {}, b: { requires: ['a'] }, c: { requires: ['a'] }, d: { requires: ['b', 'c'] } }), 'docs site');
+    await smallGraph(stack, page);
+    await bigGraph(stack, page);
+    await page.goto(`${stack.api.rootUrl}/ui/`);
+    await page.waitForSelector('table.graphs tbody tr');
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: 'docs/ui-list.png' });
+    log('docs/ui-list.png');
+  } finally {
+    await worker.stop();
+    await browser.close();
+    stack.api.api.app.server.closeAllConnections();
+    await stack.stop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error('screenshots failed:', err);
+    process.exit(1);
+  },
+);
