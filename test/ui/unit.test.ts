@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -129,4 +130,10 @@ test('the UI server: files, index.html for client routes with <base> and setting
     await missing.close();
   }
   assert.equal(uiSettings(config, { TGS_TEMPORAL_UI_URL: 'https://temporal.example.com/ui/' }).temporalUiUrl, 'https://temporal.example.com/ui');
+});
+
+test('the browser code typechecks (its own tsconfig: DOM and preact JSX; the root tsconfig leaves src/ui out)', () => {
+  const tsc = new URL('../../node_modules/typescript/bin/tsc', import.meta.url).pathname;
+  const r = spawnSync(process.execPath, [tsc, '-p', new URL('../../src/ui/tsconfig.json', import.meta.url).pathname, '--noEmit'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `tsc -p src/ui/tsconfig.json:\n${r.stdout}${r.stderr}`);
 });
