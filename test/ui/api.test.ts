@@ -4,6 +4,7 @@ import slugid from 'slugid';
 import { startStack, eventually, type Stack } from '../helpers/stack.js';
 import { startFastWorker } from '../helpers/fastWorker.js';
 import { fastTask, graphOf } from '../helpers/graphs.js';
+import { startTestApi } from '../helpers/api.js';
 
 // The scheduler endpoints the graph explorer reads: the graphs list, the compact nodes answer and the
 // changes long-poll (cursor semantics included), against the real stack.
@@ -215,4 +216,19 @@ test('changes: an external task (another group the graph depends on) is followed
     return changedStates(a).get(upstream) === 'r' ? a : undefined;
   }, 'the external task running');
   assert.ok(answer);
+});
+
+test('an API shutting down answers its open changes long-polls instead of waiting for them', async () => {
+  const api = await startTestApi();
+  const taskGraphId = slugid.nice();
+  await api.db.pool.query("INSERT INTO task_graphs (task_graph_id, scheduler_id) VALUES ($1, 'tests')", [taskGraphId]);
+  const { body: start } = await api.request('GET', `/api/scheduler/v1/task-graph/${taskGraphId}/changes`, undefined, null);
+  let answered: { status: number; body: any } | undefined;
+  const waiting = api.request('GET', `/api/scheduler/v1/task-graph/${taskGraphId}/changes?since=${encodeURIComponent(start.cursor)}`, undefined, null).then((r) => (answered = r));
+  // let it reach its wait for changes
+  await new Promise((r) => setTimeout(r, 500));
+  await api.close();
+  assert.equal(answered?.status, 200, 'answered before the API finished closing');
+  assert.equal(answered?.body.changes.states, '');
+  await waiting;
 });

@@ -86,7 +86,9 @@ export const taskGraphChangesEndpoint = declare({
       }
       if (!row) throw new TgsError('ResourceNotFound', `task-graph ${params.taskGraphId} not found`);
       const header = graphHeader(row);
-      if (!since || row.changes.length > 0 || row.graph_changed || Date.now() >= deadline || closed) {
+      // An API that is shutting down (its server no longer listening) answers at once, so it never waits on us.
+      const stopping = closed || !request.server.server.listening;
+      if (!since || row.changes.length > 0 || row.graph_changed || Date.now() >= deadline || stopping) {
         return { ...header, graphChanged: row.graph_changed, changes: encodeStates(row.changes, header.timeBase) };
       }
       await new Promise((resolve) => setTimeout(resolve, CHANGES_POLL_MS));
