@@ -129,7 +129,7 @@ async function signInWithForm(page: Page, clientId: string, accessToken: string)
   await page.click('.signin-form button[type=submit]');
 }
 
-test('a small graph shows the right states and updates live as tasks resolve, without reloading the graph', async () => {
+test('a small graph shows the right states and updates live as tasks resolve and as it is extended, without reloading the graph', async () => {
   const { taskGraphId, ids } = await submit({ fetch: {}, build: { requires: ['fetch'] }, test: { requires: ['build'] } }, 'live');
   await eventually(async () => (await taskState(ids.get('fetch') as string)) === 'pending', 'fetch pending');
   const page = await newPage();
@@ -148,13 +148,23 @@ test('a small graph shows the right states and updates live as tasks resolve, wi
   const buildRun = await claim('live', ids.get('build') as string);
   await report(buildRun, 'completed');
   await expectCounts(page, { completed: 2, pending: 1 });
+  // extended while the page is open: the new task appears, laid out with the others
+  const extension = graphOf({ deploy: { requires: ['test'] } });
+  (extension.tasks.deploy.task as { workerType: string }).workerType = 'live';
+  const extended = await stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/extend`, { tasks: extension.tasks });
+  await page.waitForFunction(`document.querySelector('[data-total-tasks]')?.textContent === '4'`, null, { timeout: 30_000 });
+  await expectCounts(page, { completed: 2, pending: 1, unscheduled: 1 });
+  await page.waitForSelector('.table-body .row[data-label=deploy][data-state=unscheduled]');
   const testRun = await claim('live', ids.get('test') as string);
   await report(testRun, 'completed');
-  await expectCounts(page, { completed: 3 }, 'finished');
+  const deployRun = await claim('live', extended.tasks[0].taskId as string);
+  await report(deployRun, 'completed');
+  await expectCounts(page, { completed: 4 }, 'finished');
   assert.equal(await page.getAttribute('.table-body .row[data-label=test]', 'data-state'), 'completed');
-  // the drawing holds the same states as the text
-  assert.equal(await page.evaluate('Array.from(window.tgsGraph.data.states).join()'), '3,3,3');
-  assert.equal(nodeRequests.length, 1, `the graph was fetched once: ${nodeRequests.join(', ')}`);
+  // the drawing holds the same states as the text, and the new task sits below the one it requires
+  assert.equal(await page.evaluate('Array.from(window.tgsGraph.data.states).join()'), '3,3,3,3');
+  assert.ok((await page.evaluate('window.tgsGraph.data.xy[7] > window.tgsGraph.data.xy[5]')) as boolean);
+  assert.deepEqual(nodeRequests.map((u) => new URL(u).search), ['', '?fromIdx=3'], 'the graph was fetched once, then only the new task');
   await page.close();
 });
 
