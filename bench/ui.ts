@@ -22,7 +22,8 @@ const SHAPES: Record<number, { layers: number; width: number }> = {
   100_000: { layers: 100, width: 1000 },
 };
 
-function layeredGraph(layers: number, width: number) {
+/** `layers` × `width` tasks, each requiring 4 of the layer above, on a worker pool `workerType`. */
+export function layeredGraph(layers: number, width: number, workerType = 'ui-bench') {
   const nodes: Record<string, { requires?: string[] }> = {};
   let edges = 0;
   for (let l = 0; l < layers; l++) {
@@ -32,9 +33,9 @@ function layeredGraph(layers: number, width: number) {
       nodes[`l${l}-${w}`] = { requires };
     }
   }
-  const graph = graphOf(nodes, 'ui-bench');
-  // Nobody claims these: the first layer stays pending, the rest unscheduled.
-  for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = 'ui-bench';
+  const graph = graphOf(nodes, workerType);
+  // In the bench nobody claims these: the first layer stays pending, the rest unscheduled.
+  for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = workerType;
   return { graph, edges };
 }
 

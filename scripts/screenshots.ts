@@ -14,6 +14,7 @@ import { startFastWorker } from '../test/helpers/fastWorker.js';
 import { graphOf } from '../test/helpers/graphs.js';
 import { ApiClient } from '../src/client/http.js';
 import { chromiumOptions, ensureUiBuilt } from '../test/ui/build.js';
+import { layeredGraph } from '../bench/ui.js';
 
 const log = (line: string) => console.error(`[screenshots] ${line}`);
 const viewport = { width: 1400, height: 900 };
@@ -82,16 +83,7 @@ async function smallGraph(stack: Stack, page: Page) {
 }
 
 async function bigGraph(stack: Stack, page: Page) {
-  const layers = 30;
-  const width = 1000;
-  const nodes: Record<string, { requires?: string[] }> = {};
-  for (let l = 0; l < layers; l++) {
-    for (let w = 0; w < width; w++) {
-      nodes[`l${l}-${w}`] = { requires: l === 0 ? [] : [...new Set(Array.from({ length: 4 }, (_, k) => `l${l - 1}-${(w + k * 7) % width}`))] };
-    }
-  }
-  const graph = graphOf(nodes, 'big');
-  for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = 'big';
+  const { graph } = layeredGraph(30, 1000, 'big');
   // a few tasks fail for good, so the picture shows a blocked graph with what it holds back
   for (const label of ['l2-17', 'l3-640']) graph.tasks[label].task.payload.outcomes = ['failed'];
   log('submitting a 30,000-task graph');
