@@ -3,12 +3,13 @@ import { ApiClient, type TgsCredentials } from '../src/client/http.js';
 import { fastTask } from '../test/helpers/graphs.js';
 import { startFastWorker } from '../test/helpers/fastWorker.js';
 import { percentile } from './stats.js';
+import { cpuSince, cpuSnapshot } from './cpu.js';
 
 /**
  * The queue alone, over HTTP with Hawk: enqueue → claim latency with a claimer already waiting
  * (LISTEN/NOTIFY wakes it), and claim+complete throughput with `claimers` concurrent claimers.
  */
-export async function runQueueBench(options: { rootUrl: string; credentials: TgsCredentials; tasks: number; claimers: number }) {
+export async function runQueueBench(options: { rootUrl: string; credentials: TgsCredentials; tasks: number; claimers: number; processNames: Map<number, string> }) {
   const api = new ApiClient(options.rootUrl, options.credentials);
   // Latency: one waiting claimer, tasks created one at a time.
   const claimedAt = new Map<string, number>();
@@ -34,18 +35,23 @@ export async function runQueueBench(options: { rootUrl: string; credentials: Tgs
       await Promise.all(ids.slice(i, i + 50).map((id, k) => api.request('queue', 'PUT', `/task/${id}`, { ...fastTask(`tp${i + k}`), workerType })));
     }
     const t0 = performance.now();
+    const cpuBefore = cpuSnapshot(options.processNames);
     const worker = startFastWorker({ rootUrl: options.rootUrl, credentials: options.credentials, provisionerId: 'tgs-test', workerType, concurrency: options.claimers, batch });
     while (worker.reported.length < ids.length) await new Promise((r) => setTimeout(r, 20));
     const seconds = (performance.now() - t0) / 1000;
+    const cpu = cpuSince(cpuBefore, cpuSnapshot(options.processNames), ids.length);
     await worker.stop();
-    return Math.round(ids.length / seconds);
+    return { perS: Math.round(ids.length / seconds), cpu };
   };
   const single = await drain('qtp', 1);
   const batched = await drain('qtp8', 8);
   return {
     claim_p50_ms: percentile(latencies, 50),
     claim_p99_ms: percentile(latencies, 99),
-    claim_complete_per_s: single,
-    claim_complete_batch8_per_s: batched,
+    claim_complete_per_s: single.perS,
+    claim_complete_batch8_per_s: batched.perS,
+    // CPU milliseconds per task, by process, while draining (where the time goes)
+    cpu_ms_per_task: single.cpu,
+    cpu_ms_per_task_batch8: batched.cpu,
   };
 }

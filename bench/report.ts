@@ -2,11 +2,14 @@
 type Results = Record<string, any>;
 
 const fmt = (v: unknown, unit = '') => (v === undefined || v === null || Number.isNaN(v) ? '—' : `${v}${unit}`);
+/** `{postgres: 1.7, api: 1.2, total: 5.1}` → "total 5.1 ms: postgres 1.7, api 1.2" */
+const cpu = (c: Record<string, number> | undefined) =>
+  c ? `CPU per task ${c.total} ms: ${Object.entries(c).filter(([k]) => k !== 'total').map(([k, v]) => `${k} ${v}`).join(', ')}` : '';
 
 export function renderMarkdown(r: Results): string {
   const m = r.machine ?? {};
   const lines = [
-    `Machine: ${m.cpus} × ${m.cpuModel ?? 'CPU'}, ${m.memGiB} GiB RAM; Node ${m.node}; ${m.temporal}; PostgreSQL ${m.postgres}; RabbitMQ ${m.rabbitmq}.`,
+    `Machine: ${m.cpus} × ${m.cpuModel ?? 'CPU'}, ${m.memGiB} GiB RAM; Node ${m.node}; ${m.temporal}; PostgreSQL ${m.postgres}${m.postgresVia ? ` (via ${m.postgresVia})` : ''}; RabbitMQ ${m.rabbitmq}.`,
     `Run ${r.date}${r.quick ? ' (--quick sizes)' : ''}; processes: ${r.processes ?? 'single'}.`,
     '',
     '| scenario | figure | tgs | compared with | goal |',
@@ -20,7 +23,7 @@ export function renderMarkdown(r: Results): string {
   }
   if (r.throughput) {
     const t = r.throughput;
-    lines.push(`| throughput (1 → ${t.tasks - 2} → 1) | submit → finished | ${fmt(t.seconds, ' s')}, ${fmt(t.tasks_per_s)} tasks/s | | ≥ 1,000 tasks/s |`);
+    lines.push(`| throughput (1 → ${t.tasks - 2} → 1) | submit → finished | ${fmt(t.seconds, ' s')}, ${fmt(t.tasks_per_s)} tasks/s | ${cpu(t.cpu_ms_per_task)} | ≥ 1,000 tasks/s |`);
   }
   if (r.scale) {
     const s = r.scale;
@@ -35,12 +38,18 @@ export function renderMarkdown(r: Results): string {
     const q = r.queue;
     lines.push(
       `| queue | enqueue → claim p50 / p99 | ${fmt(q.claim_p50_ms, ' ms')} / ${fmt(q.claim_p99_ms, ' ms')} | Taskcluster workers sleep 1 s between empty polls | p50 ≤ 10 ms |`,
-      `| | claim + complete, 16 claimers | ${fmt(q.claim_complete_per_s)} tasks/s claiming 1 per call; ${fmt(q.claim_complete_batch8_per_s)} tasks/s claiming up to 8 | | ≥ 2,000 tasks/s |`,
+      `| | claim + complete, 16 claimers | ${fmt(q.claim_complete_per_s)} tasks/s claiming 1 per call; ${fmt(q.claim_complete_batch8_per_s)} tasks/s claiming up to 8 | ${cpu(q.cpu_ms_per_task)} (1 per call) | ≥ 2,000 tasks/s |`,
     );
   }
   if (r.ui) {
     for (const row of r.ui.sizes ?? []) {
       lines.push(`| ui (${row.tasks} tasks) | layout / first draw | ${fmt(row.layout_ms, ' ms')} / ${fmt(row.first_draw_ms, ' ms')} | | usable < 3 s at 30k |`);
+    }
+    const live = r.ui.live;
+    if (live) {
+      lines.push(
+        `| ui live (${live.tasks} tasks, ${live.changes_per_s} changes/s for ${live.seconds} s) | frame gap p95 / max; change → drawn p50 / p95 | ${fmt(live.frame_gap_p95_ms, ' ms')} / ${fmt(live.frame_gap_max_ms, ' ms')}; ${fmt(live.change_to_drawn_p50_ms, ' ms')} / ${fmt(live.change_to_drawn_p95_ms, ' ms')} (${fmt(live.changes_not_drawn)} not drawn) | | drawn within 1 s |`,
+      );
     }
   }
   return lines.join('\n');

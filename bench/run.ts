@@ -2,6 +2,8 @@
  * `npm run bench [-- --quick] [-- --only hop,throughput,scale,queue,ui]`: tgs against its floors, measured in
  * one run on this machine. Writes bench/results/latest.json and a dated copy, and prints a table.
  */
+// first: it picks the Postgres connection before the test helpers read TGS_TEST_PG
+import './pgSocket.js';
 import { cpus, totalmem } from 'node:os';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -18,6 +20,7 @@ import { percentile } from './stats.js';
 import { runQueueBench } from './queue.js';
 import { renderMarkdown } from './report.js';
 import { runUiBench } from './ui.js';
+import { cpuSince, cpuSnapshot } from './cpu.js';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -60,6 +63,7 @@ async function machine(stack: Stack) {
     node: process.version,
     temporal: execFileSync(findTemporalCli() as string, ['--version'], { encoding: 'utf8' }).trim(),
     postgres: rows[0].server_version,
+    postgresVia: stack.config.databaseUrl.includes('%2F') ? 'unix socket' : 'tcp',
     rabbitmq,
   };
 }
@@ -270,10 +274,18 @@ async function startProcesses(stack: Stack, processes: TgsProcess[]): Promise<st
   return rootUrl;
 }
 
+/** pid → name for the CPU accounting of bench/cpu.ts (postgres, rabbitmq and temporal are found by command line). */
+function processNames(processes: TgsProcess[]): Map<number, string> {
+  const names = new Map<number, string>(processes.map((p) => [p.child.pid as number, `tgs ${p.name}`]));
+  names.set(process.pid, separateProcesses ? 'bench (fast worker, relay)' : 'tgs (all) + bench');
+  return names;
+}
+
 async function main() {
   log(`starting the stack (quick=${quick}, ${separateProcesses ? 'api, bridge and scheduler-worker as processes' : 'single process'})`);
   const stack = await startStack({
-    configOverrides: { claimTimeoutSeconds: 600 },
+    // the stack's own (idle) API sweeps at the production interval, not the tests' 200 ms
+    configOverrides: { claimTimeoutSeconds: 600, sweepIntervalMs: 5000 },
     inProcessBridge: !separateProcesses,
     inProcessWorker: !separateProcesses,
   });
@@ -315,8 +327,12 @@ async function main() {
       const middle = Array.from({ length: n - 2 }, (_, i) => `m${i}`);
       middle.forEach((m) => (nodes[m] = { requires: ['root'] }));
       nodes.sink = { requires: middle };
+      const cpuBefore = cpuSnapshot(processNames(processes));
       const run = await graphRun(stack, graphOf(nodes, 'bench'), 16, 'throughput');
-      results.throughput = { tasks: n, seconds: Math.round(run.finishS * 10) / 10, tasks_per_s: Math.round(n / run.finishS) };
+      results.throughput = {
+        tasks: n, seconds: Math.round(run.finishS * 10) / 10, tasks_per_s: Math.round(n / run.finishS),
+        cpu_ms_per_task: cpuSince(cpuBefore, cpuSnapshot(processNames(processes)), n),
+      };
     }
     if (only.has('scale')) {
       const { layers, width, fanIn } = sizes;
@@ -347,7 +363,7 @@ async function main() {
     }
     if (only.has('queue')) {
       log('queue: enqueue → claim latency, claim+complete throughput with 16 claimers');
-      results.queue = await runQueueBench({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, tasks: sizes.queueTasks, claimers: 16 });
+      results.queue = await runQueueBench({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, tasks: sizes.queueTasks, claimers: 16, processNames: processNames(processes) });
     }
     if (only.has('ui')) results.ui = await runUiBench({ stack, quick, log });
   } finally {

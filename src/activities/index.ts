@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../config.js';
-import { withTransaction } from '../db/pool.js';
+import { prepared, withTransaction } from '../db/pool.js';
 import { enqueueMessages } from '../exchanges/outbox.js';
 import type { SchedulerExchange } from '../exchanges/exchanges.js';
 import { scheduleTasks } from '../queue/scheduleTasks.js';
@@ -44,9 +44,11 @@ const RESOLVED = new Set(['completed', 'failed', 'exception']);
 async function resolvedLatestRuns(db: pg.Pool | pg.PoolClient, taskIds: string[]): Promise<Resolution[]> {
   if (taskIds.length === 0) return [];
   const { rows } = await db.query<{ task_id: string; state: string; latest: number; reason: string | null }>(
-    `SELECT task_id, state, jsonb_array_length(runs) - 1 AS latest, runs -> -1 ->> 'reasonResolved' AS reason
-     FROM tasks WHERE task_id = ANY($1) AND state IN ('completed', 'failed', 'exception')`,
-    [taskIds],
+    prepared(
+      `SELECT task_id, state, jsonb_array_length(runs) - 1 AS latest, runs -> -1 ->> 'reasonResolved' AS reason
+       FROM tasks WHERE task_id = ANY($1) AND state IN ('completed', 'failed', 'exception')`,
+      [taskIds],
+    ),
   );
   return rows.map((r) => ({
     taskId: r.task_id,

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Config } from '../config.js';
+import { prepared } from '../db/pool.js';
 import { queueExchangeName } from '../exchanges/exchanges.js';
 import { connectBus, type BusChannel as Channel, type BusConnection, type BusMessage as ConsumeMessage } from '../exchanges/bus.js';
 import { SIGNALS, WORKFLOW_TYPE, workflowIdFor, type Resolution, type ResolvedState, type TaskGraphInput } from '../workflows/contract.js';
@@ -100,9 +101,11 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
       if (resolutions.length > 0) {
         // Every graph that has the task as a node hears it: its own graph and graphs depending on it.
         const { rows } = await pool.query<{ task_graph_id: string; task_id: string; origin: string }>(
-          `SELECT n.task_graph_id, n.task_id, g.origin FROM graph_nodes n JOIN task_graphs g USING (task_graph_id)
-           WHERE n.task_id = ANY($1) AND (g.state IN ('running', 'blocked') OR g.origin = 'queue')`,
-          [[...new Set(resolutions.map((r) => r.taskId))]],
+          prepared(
+            `SELECT n.task_graph_id, n.task_id, g.origin FROM graph_nodes n JOIN task_graphs g USING (task_graph_id)
+             WHERE n.task_id = ANY($1) AND (g.state IN ('running', 'blocked') OR g.origin = 'queue')`,
+            [[...new Set(resolutions.map((r) => r.taskId))]],
+          ),
         );
         const byGraph = new Map<string, { origin: string; items: Resolution[] }>();
         for (const row of rows) {
@@ -123,11 +126,13 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
       if (defined.length > 0) {
         // Queue-level dependencies: a task created with dependencies joins its group's workflow.
         const { rows } = await pool.query<{ task_id: string; task_group_id: string }>(
-          `SELECT t.task_id, t.task_group_id FROM tasks t
-           WHERE t.task_id = ANY($1)
-             AND EXISTS (SELECT 1 FROM task_dependencies d WHERE d.dependent_task_id = t.task_id)
-             AND NOT EXISTS (SELECT 1 FROM graph_nodes n WHERE n.task_id = t.task_id AND n.member)`,
-          [defined],
+          prepared(
+            `SELECT t.task_id, t.task_group_id FROM tasks t
+             WHERE t.task_id = ANY($1)
+               AND EXISTS (SELECT 1 FROM task_dependencies d WHERE d.dependent_task_id = t.task_id)
+               AND NOT EXISTS (SELECT 1 FROM graph_nodes n WHERE n.task_id = t.task_id AND n.member)`,
+            [defined],
+          ),
         );
         const byGroup = new Map<string, string[]>();
         for (const r of rows) byGroup.set(r.task_group_id, [...(byGroup.get(r.task_group_id) ?? []), r.task_id]);

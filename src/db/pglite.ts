@@ -82,6 +82,16 @@ function openInstance(databaseUrl: string): Instance {
   class PgliteClient extends pg.Client {
     constructor(config: pg.ClientConfig) {
       super({ ...config, connection: new PglitePgConnection({ pglite: serialized as unknown as PGlite }) } as pg.ClientConfig);
+      // Named statements (src/db/pool.ts prepared) would outlive this client in the one shared session, and
+      // its replacement's Parse of the same name would fail: run them unnamed here.
+      const query = this.query.bind(this) as (...args: unknown[]) => unknown;
+      (this as unknown as { query: (...args: unknown[]) => unknown }).query = (config: unknown, ...rest: unknown[]) => {
+        const unnamed =
+          typeof config === 'object' && config !== null && 'name' in config && typeof (config as { submit?: unknown }).submit !== 'function'
+            ? { ...(config as object), name: undefined }
+            : config;
+        return query(unnamed, ...rest);
+      };
     }
   }
   const pool = new pg.Pool({

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { createPglitePool, isPgliteUrl, openPgliteSession, type PgliteSession } from './pglite.js';
 
@@ -15,6 +16,23 @@ export function createPool(databaseUrl: string, max = 10): pg.Pool {
   // An idle client that loses its connection must not crash the process.
   pool.on('error', (err) => console.error('postgres pool error:', err.message));
   return pool;
+}
+
+const statementNames = new Map<string, string>();
+
+/**
+ * A named statement: Postgres parses and plans it once per connection, not on every call. Planning was 47%
+ * of Postgres' statement time on the queue's hot path (pg_stat_statements, queue bench: 13.0 s planning vs
+ * 14.9 s executing). For static texts only: each distinct text becomes a statement on every connection.
+ * The name is derived from the text, so two call sites with one text share it.
+ */
+export function prepared(text: string, values: unknown[]): pg.QueryConfig {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `tgs_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
 }
 
 /** A dedicated connection for LISTEN and session-level advisory locks (what a pg.Client offers them). */
@@ -55,6 +73,46 @@ export async function notifyAfterCommit(db: Queryable, channel: string, payloads
     return;
   }
   await db.query(statements.join('; '));
+}
+
+interface CoalescedNotify {
+  inFlight: boolean;
+  again: boolean;
+}
+const coalesced = new WeakMap<object, Map<string, CoalescedNotify>>();
+
+/**
+ * pg_notify for work already committed by a single statement, off the caller's path and coalesced: while
+ * one notification for (channel, payload) is in flight, further ones become a single follow-up. Under load
+ * this sends about one notification per round trip instead of one per commit; when idle it goes out at
+ * once. A failure is ignored: the listeners' polling backstops (relay 1 s, claimWork 1 s) cover it.
+ */
+export function notifySoon(pool: Pick<pg.Pool, 'query'>, channel: string, payload: string): void {
+  let byKey = coalesced.get(pool);
+  if (!byKey) {
+    byKey = new Map();
+    coalesced.set(pool, byKey);
+  }
+  const key = `${channel}\n${payload}`;
+  let state = byKey.get(key);
+  if (!state) {
+    state = { inFlight: false, again: false };
+    byKey.set(key, state);
+  }
+  const entry = state;
+  if (entry.inFlight) {
+    entry.again = true;
+    return;
+  }
+  entry.inFlight = true;
+  const send = (): void => {
+    entry.again = false;
+    pool.query(prepared('SELECT pg_notify($1, $2)', [channel, payload])).then(
+      () => (entry.again ? send() : void (entry.inFlight = false)),
+      () => void (entry.inFlight = false),
+    );
+  };
+  send();
 }
 
 /** Runs fn in a transaction; commits on success (then sends its notifications), rolls back and rethrows on error. */

@@ -1,9 +1,12 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
-import { connectSession, createPool, type DbSession } from '../db/pool.js';
+import { connectSession, createPool, prepared, type DbSession } from '../db/pool.js';
 import { connectBus, type BusConfirmChannel, type BusConnection } from './bus.js';
 import { declareExchanges } from './declare.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
+import type { QueueExchange } from './exchanges.js';
+import { taskMessage } from '../queue/messages.js';
+import type { TaskRow } from '../queue/taskRow.js';
 
 // Only one relay publishes at a time, so messages leave in outbox id order (per task order included).
 const RELAY_LOCK = 7_471_020_232;
@@ -18,13 +21,28 @@ export interface RelayStats {
   active: boolean;
 }
 
-interface OutboxRow {
+export interface OutboxRow {
   id: number;
   message_id: string;
   exchange: string;
   routing_key: string;
   cc: string[];
   payload: unknown;
+  render: QueueExchange | null;
+}
+
+/** The message an outbox row stands for: as written, or rendered from the task row snapshot it holds. */
+export function outboxMessage(config: Config, row: OutboxRow): { exchange: string; routingKey: string; cc: string[]; payload: unknown; messageId: string } {
+  if (row.render === null) return { exchange: row.exchange, routingKey: row.routing_key, cc: row.cc, payload: row.payload, messageId: row.message_id };
+  const { row: snapshot, runId } = row.payload as { row: TaskRow & { deadline: string; expires: string; taken_until: string | null }; runId: number };
+  const taskRow: TaskRow = {
+    ...snapshot,
+    deadline: new Date(snapshot.deadline),
+    expires: new Date(snapshot.expires),
+    taken_until: snapshot.taken_until === null ? null : new Date(snapshot.taken_until),
+  };
+  const message = taskMessage(config, row.render, taskRow, runId);
+  return { exchange: message.exchange, routingKey: message.routingKey, cc: message.cc ?? [], payload: message.payload, messageId: message.messageId ?? row.message_id };
 }
 
 /**
@@ -127,19 +145,20 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
 
   const publishBatch = async (ch: BusConfirmChannel): Promise<number> => {
     const { rows } = await pool.query<OutboxRow>(
-      `SELECT id, message_id, exchange, routing_key, cc, payload FROM outbox ORDER BY id LIMIT ${BATCH}`,
+      prepared(`SELECT id, message_id, exchange, routing_key, cc, payload, render FROM outbox ORDER BY id LIMIT ${BATCH}`, []),
     );
     if (rows.length === 0) return 0;
     for (const row of rows) {
-      ch.publish(row.exchange, row.routing_key, Buffer.from(JSON.stringify(row.payload)), {
-        messageId: row.message_id,
+      const message = outboxMessage(config, row);
+      ch.publish(message.exchange, message.routingKey, Buffer.from(JSON.stringify(message.payload)), {
+        messageId: message.messageId,
         persistent: true,
         contentType: 'application/json',
-        ...(row.cc.length > 0 ? { CC: row.cc } : {}),
+        ...(message.cc.length > 0 ? { CC: message.cc } : {}),
       });
     }
     await ch.waitForConfirms();
-    await pool.query('DELETE FROM outbox WHERE id = ANY($1)', [rows.map((r) => r.id)]);
+    await pool.query(prepared('DELETE FROM outbox WHERE id = ANY($1)', [rows.map((r) => r.id)]));
     stats.published += rows.length;
     stats.batches++;
     return rows.length;

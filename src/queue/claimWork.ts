@@ -1,13 +1,12 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import type { ClientRecord } from '../auth/authenticate.js';
-import { withTransaction } from '../db/pool.js';
-import { enqueueMessages } from '../exchanges/outbox.js';
+import { notifySoon, prepared } from '../db/pool.js';
+import { OUTBOX_CHANNEL } from '../exchanges/outbox.js';
 import type { ClaimWaiter } from './claimWaiter.js';
 import { runCredentials } from './credentials.js';
 import type { TaskDefinition } from './definition.js';
-import { taskMessage } from './messages.js';
-import { saveTasks, taskStatus, TASK_COLUMNS, type TaskRow } from './taskRow.js';
+import { taskStatus, TASK_COLUMNS, type TaskRow } from './taskRow.js';
 
 export interface ClaimRequest {
   provisionerId: string;
@@ -17,44 +16,63 @@ export interface ClaimRequest {
   count: number;
 }
 
+/** The claimed row as the relay needs it to render the task-running message (a TaskRow, as JSON). */
+const ROW_SNAPSHOT = `jsonb_build_object('task_id', c.task_id, 'task_group_id', c.task_group_id, 'scheduler_id', c.scheduler_id,
+  'provisioner_id', c.provisioner_id, 'worker_type', c.worker_type, 'priority', c.priority, 'retries', c.retries,
+  'retries_left', c.retries_left, 'deadline', c.deadline, 'expires', c.expires, 'state', c.state, 'runs', c.runs,
+  'taken_until', c.taken_until, 'routing', c.definition->>'routing', 'routes', coalesce(c.definition->'routes', '[]'),
+  'tags', c.definition->'tags', 'project_id', coalesce(c.definition->>'projectId', 'none'))`;
+
 /**
- * Claims up to `count` pending tasks now: highest priority first, FIFO within a priority; SKIP LOCKED lets
- * any number of claimers run at once without blocking on or double-claiming a task.
+ * One statement, so one round trip and no explicit transaction: pick (SKIP LOCKED lets any number of
+ * claimers run at once without blocking on or double-claiming a task), mark the latest run running, and
+ * write each claimed row's task-running message to the outbox for the relay to render. The same work as
+ * BEGIN / SELECT FOR UPDATE / UPDATE / INSERT / COMMIT took five round trips; Postgres CPU per round trip
+ * is what bounds claim+complete throughput here (docs/benchmarks.md).
+ */
+const CLAIM_SQL = `WITH picked AS (
+    SELECT task_id FROM tasks
+    WHERE provisioner_id = $1 AND worker_type = $2 AND state = 'pending' AND deadline > now()
+    ORDER BY priority_rank DESC, pending_since, task_id
+    LIMIT $3 FOR UPDATE SKIP LOCKED
+  ), claimed AS (
+    UPDATE tasks t SET state = 'running', taken_until = $6::text::timestamptz, pending_since = NULL,
+      runs = jsonb_set(t.runs, ARRAY[(jsonb_array_length(t.runs) - 1)::text],
+        (t.runs -> -1) || jsonb_build_object('state', 'running', 'workerGroup', $4::text, 'workerId', $5::text,
+                                             'takenUntil', $6::text, 'started', $7::text))
+    FROM picked WHERE t.task_id = picked.task_id
+    RETURNING t.*
+  ), announced AS (
+    INSERT INTO outbox (message_id, exchange, routing_key, payload, render)
+    SELECT c.task_id || '/' || (jsonb_array_length(c.runs) - 1) || '/task-running', '', '',
+           jsonb_build_object('row', ${ROW_SNAPSHOT}, 'runId', jsonb_array_length(c.runs) - 1), 'task-running'
+    FROM claimed c
+  )
+  SELECT ${TASK_COLUMNS}, definition FROM claimed`;
+
+/**
+ * Claims up to `count` pending tasks now: highest priority first, FIFO within a priority. Returns each
+ * claimed run with the worker's temporary credentials.
  */
 export async function claimPending(pool: pg.Pool, config: Config, issuer: ClientRecord, req: ClaimRequest) {
-  return withTransaction(pool, async (client) => {
-    const { rows } = await client.query<TaskRow & { definition: TaskDefinition }>(
-      `SELECT ${TASK_COLUMNS}, definition FROM tasks
-       WHERE provisioner_id = $1 AND worker_type = $2 AND state = 'pending' AND deadline > now()
-       ORDER BY priority_rank DESC, pending_since, task_id
-       LIMIT $3 FOR UPDATE SKIP LOCKED`,
-      [req.provisionerId, req.workerType, req.count],
-    );
-    if (rows.length === 0) return [];
-    const now = new Date();
-    const takenUntil = new Date(now.getTime() + config.claimTimeoutSeconds * 1000);
-    for (const row of rows) {
-      const run = row.runs[row.runs.length - 1];
-      row.runs = [
-        ...row.runs.slice(0, -1),
-        { ...run, state: 'running', workerGroup: req.workerGroup, workerId: req.workerId, takenUntil: takenUntil.toISOString(), started: now.toISOString() },
-      ];
-      row.state = 'running';
-    }
-    await saveTasks(client, rows);
-    await enqueueMessages(client, rows.map((r) => taskMessage(config, 'task-running', r, r.runs.length - 1)));
-    return rows.map((row) => {
-      const runId = row.runs.length - 1;
-      return {
-        status: taskStatus(row),
-        runId,
-        workerGroup: req.workerGroup,
-        workerId: req.workerId,
-        takenUntil: takenUntil.toISOString(),
-        task: row.definition,
-        credentials: runCredentials(issuer, { taskId: row.task_id, runId, workerGroup: req.workerGroup, workerId: req.workerId, takenUntil, taskScopes: row.definition.scopes }),
-      };
-    });
+  const now = new Date();
+  const takenUntil = new Date(now.getTime() + config.claimTimeoutSeconds * 1000);
+  const { rows } = await pool.query<TaskRow & { definition: TaskDefinition }>(
+    prepared(CLAIM_SQL, [req.provisionerId, req.workerType, req.count, req.workerGroup, req.workerId, takenUntil.toISOString(), now.toISOString()]),
+  );
+  if (rows.length === 0) return [];
+  notifySoon(pool, OUTBOX_CHANNEL, '');
+  return rows.map((row) => {
+    const runId = row.runs.length - 1;
+    return {
+      status: taskStatus(row),
+      runId,
+      workerGroup: req.workerGroup,
+      workerId: req.workerId,
+      takenUntil: takenUntil.toISOString(),
+      task: row.definition,
+      credentials: runCredentials(issuer, { taskId: row.task_id, runId, workerGroup: req.workerGroup, workerId: req.workerId, takenUntil, taskScopes: row.definition.scopes }),
+    };
   });
 }
 

@@ -37,10 +37,9 @@ const UNANNOUNCED_AND_DONE = `g.resolved_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_group_id = g.task_group_id AND t.state IN ('unscheduled', 'pending', 'running'))`;
 
 /**
- * After a report committed: announce its group if that was the group's last unresolved task. Done after
- * the commit, not inside it, because the group-row lock serialized every report of a big graph's single
- * group. Two reports committing at once can each still see the other's task unresolved; the sweep
- * (announceResolvedGroups) catches that within one sweep interval, so no announcement is lost.
+ * After a report committed near the end of its group (see resolveRun): announce the group if no task of it
+ * is unresolved any more. After the commit, so of reports committing at once the last one's check sees all
+ * of them.
  */
 export async function announceGroupIfResolved(pool: pg.Pool, config: Config, taskGroupId: string): Promise<void> {
   const { rowCount } = await pool.query(`SELECT 1 FROM task_groups g WHERE g.task_group_id = $1 AND ${UNANNOUNCED_AND_DONE}`, [taskGroupId]);

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db/pool.js';
+import { prepared, type Queryable } from '../db/pool.js';
 
 export type TaskState = 'unscheduled' | 'pending' | 'running' | 'completed' | 'failed' | 'exception';
 export type RunState = Exclude<TaskState, 'unscheduled'>;
@@ -83,8 +83,7 @@ export const isResolvedState = (s: TaskState) => s === 'completed' || s === 'fai
 export async function loadTasks(db: Queryable, taskIds: string[], lock: 'update' | 'none' = 'none'): Promise<TaskRow[]> {
   if (taskIds.length === 0) return [];
   const { rows } = await db.query<TaskRow>(
-    `SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = ANY($1) ORDER BY task_id${lock === 'update' ? ' FOR UPDATE' : ''}`,
-    [taskIds],
+    prepared(`SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = ANY($1) ORDER BY task_id${lock === 'update' ? ' FOR UPDATE' : ''}`, [taskIds]),
   );
   return rows;
 }
@@ -108,12 +107,14 @@ export async function saveTasks(db: Queryable, rows: TaskRow[]): Promise<void> {
       };
     });
     await db.query(
-      `UPDATE tasks t SET state = v.state, runs = v.runs, retries_left = v.retries_left,
-              taken_until = v.taken_until, pending_since = v.pending_since
-       FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, state text, runs jsonb, retries_left int, taken_until timestamptz, pending_since timestamptz)
-       WHERE t.task_id = v.task_id AND t.task_id = ANY($2::text[])`,
-      // the ANY() lets the planner use the primary key instead of a hash join over every task
-      [JSON.stringify(chunk), chunk.map((c) => c.task_id)],
+      prepared(
+        `UPDATE tasks t SET state = v.state, runs = v.runs, retries_left = v.retries_left,
+                taken_until = v.taken_until, pending_since = v.pending_since
+         FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, state text, runs jsonb, retries_left int, taken_until timestamptz, pending_since timestamptz)
+         WHERE t.task_id = v.task_id AND t.task_id = ANY($2::text[])`,
+        // the ANY() lets the planner use the primary key instead of a hash join over every task
+        [JSON.stringify(chunk), chunk.map((c) => c.task_id)],
+      ),
     );
   }
 }

@@ -7,6 +7,7 @@ import slugid from 'slugid';
 import type pg from 'pg';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { fastTask } from '../helpers/graphs.js';
+import { renderedOutbox } from '../helpers/outbox.js';
 import { loadMigrations } from '../../src/db/migrate.js';
 import { withTransaction } from '../../src/db/pool.js';
 import { pgliteUrl } from '../../src/db/pglite.js';
@@ -78,16 +79,16 @@ for (const impl of implementations) {
       assert.equal(done.status, 200, JSON.stringify(done.body));
       assert.equal(done.body.status.state, 'completed');
 
-      const { rows } = await pool.query<{ exchange: string; routing_key: string; message_id: string; payload: { status: { taskId: string; state: string } } }>(
-        'SELECT exchange, routing_key, message_id, payload FROM outbox WHERE routing_key LIKE $1 ORDER BY id',
-        [`${taskId}.%`],
-      );
+      const rows = (await renderedOutbox(pool, t.config)).filter((m) => m.routingKey.startsWith(`${taskId}.`));
       assert.deepEqual(rows.map((r) => r.exchange.slice(prefix.length)), ['queue/v1/task-defined', 'queue/v1/task-pending', 'queue/v1/task-running', 'queue/v1/task-completed']);
+      const running = rows[2];
+      assert.equal(running.routingKey, `${taskId}.0.grp.w1.tgs-test.${workerType}.-.${taskId}._`);
+      assert.equal((running.payload as { status: { state: string } }).status.state, 'running');
       const completed = rows[3];
-      assert.equal(completed.routing_key, `${taskId}.0.grp.w1.tgs-test.${workerType}.-.${taskId}._`);
-      assert.equal(completed.payload.status.state, 'completed');
-      assert.ok(completed.message_id, 'a messageId for the exchange message');
-      assert.equal(new Set(rows.map((r) => r.message_id)).size, 4);
+      assert.equal(completed.routingKey, `${taskId}.0.grp.w1.tgs-test.${workerType}.-.${taskId}._`);
+      assert.equal((completed.payload as { status: { state: string } }).status.state, 'completed');
+      assert.ok(completed.messageId, 'a messageId for the exchange message');
+      assert.equal(new Set(rows.map((r) => r.messageId)).size, 4);
     });
 
     test('concurrent claimers: every task is claimed exactly once', async () => {

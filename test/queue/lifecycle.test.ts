@@ -4,6 +4,7 @@ import slugid from 'slugid';
 import { startTestApi, type TestApi } from '../helpers/api.js';
 import { fastTask } from '../helpers/graphs.js';
 import { eventually } from '../helpers/stack.js';
+import { renderedOutbox } from '../helpers/outbox.js';
 
 let t: TestApi;
 before(async () => {
@@ -30,11 +31,8 @@ async function claim(workerType: string, tasks = 1) {
 }
 
 async function outbox(taskId: string) {
-  const { rows } = await t.db.pool.query<{ exchange: string; routing_key: string }>(
-    `SELECT exchange, routing_key FROM outbox WHERE routing_key LIKE $1 ORDER BY id`,
-    [`${taskId}.%`],
-  );
-  return rows.map((r) => `${r.exchange.replace('queue/v1/', '')} ${r.routing_key}`);
+  const messages = (await renderedOutbox(t.db.pool, t.config)).filter((m) => m.routingKey.startsWith(`${taskId}.`));
+  return messages.map((m) => `${m.exchange.replace(t.config.exchangePrefix, '').replace('queue/v1/', '')} ${m.routingKey}`);
 }
 
 test('create → claim → completed, with the messages and routing keys of seed 003', async () => {
@@ -57,8 +55,9 @@ test('create → claim → completed, with the messages and routing keys of seed
     `task-running ${taskId}.0.grp.wkr.tgs-test.life1.-.${taskId}._`,
     `task-completed ${taskId}.0.grp.wkr.tgs-test.life1.-.${taskId}._`,
   ]);
-  const { rows } = await t.db.pool.query('SELECT cc FROM outbox WHERE routing_key LIKE $1 LIMIT 1', [`${taskId}.%`]);
-  assert.deepEqual(rows[0].cc, ['route.index.a']);
+  const messages = (await renderedOutbox(t.db.pool, t.config)).filter((m) => m.routingKey.startsWith(`${taskId}.`));
+  assert.equal(messages.length, 4);
+  for (const m of messages) assert.deepEqual(m.cc, ['route.index.a'], `${m.exchange} carries the task's routes as CC`);
 });
 
 test('per-run credentials work for their own run and are refused for another task (403)', async () => {

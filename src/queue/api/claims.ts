@@ -3,7 +3,6 @@ import { SLUGID } from '../../api/patterns.js';
 import { withTransaction } from '../../db/pool.js';
 import { claimWork as claimWorkLoop } from '../claimWork.js';
 import { reclaimRun, resolveRun, EXCEPTION_REASONS } from '../resolveTask.js';
-import { announceGroupIfResolved } from '../taskGroups.js';
 import { runCredentials } from '../credentials.js';
 import { taskStatus } from '../taskRow.js';
 import { IDENTIFIER, RUN_ID, statusResponse } from './schemas.js';
@@ -94,15 +93,9 @@ function report(name: string, outcome: 'completed' | 'failed' | 'exception', des
       ? { input: { type: 'object', additionalProperties: false, required: ['reason'], properties: { reason: { enum: [...EXCEPTION_REASONS] } } } }
       : {}),
     output: statusResponse,
-    async handler({ params, body, deps, request }) {
+    async handler({ params, body, deps }) {
       const reason = outcome === 'exception' ? (body as { reason: string }).reason : undefined;
-      const status = await withTransaction(deps.pool, (client) => resolveRun(client, deps.config, params.taskId, Number(params.runId), outcome, reason));
-      if (status.state !== 'pending') {
-        // The report is committed; a failed group check must not turn it into an error (the sweep retries it).
-        await announceGroupIfResolved(deps.pool, deps.config, status.taskGroupId).catch((err: unknown) =>
-          request.log.warn(`task-group-resolved check for ${status.taskGroupId} failed, the sweep will retry: ${(err as Error).message}`),
-        );
-      }
+      const status = await resolveRun(deps.pool, deps.config, params.taskId, Number(params.runId), outcome, reason);
       return { status };
     },
   });

@@ -1,0 +1,61 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
+/**
+ * CPU time by process group, from /proc (Linux): where a scenario's time goes, without a profiler.
+ * Processes that exit between two snapshots lose their share (pool connections and the services live
+ * through a scenario, so little is missed).
+ */
+export type CpuSnapshot = Map<number, { group: string; ticks: number }>;
+
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+function groupOf(pid: number, names: Map<number, string>): string | undefined {
+  const named = names.get(pid);
+  if (named) return named;
+  let cmdline: string;
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return undefined;
+  }
+  if (/^postgres/.test(cmdline)) return 'postgres';
+  if (/beam\.smp/.test(cmdline) && /rabbit/.test(cmdline)) return 'rabbitmq';
+  if (/temporal.* server start-dev/.test(cmdline)) return 'temporal';
+  return undefined;
+}
+
+export function cpuSnapshot(names: Map<number, string>): CpuSnapshot {
+  const snapshot: CpuSnapshot = new Map();
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid)) continue;
+    const group = groupOf(pid, names);
+    if (!group) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      // fields after the parenthesised command name; utime and stime are fields 14 and 15
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      snapshot.set(pid, { group, ticks: Number(fields[11]) + Number(fields[12]) });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return snapshot;
+}
+
+/** CPU milliseconds per group between two snapshots, and per unit of work when `units` is given. */
+export function cpuSince(before: CpuSnapshot, after: CpuSnapshot, units = 1): Record<string, number> {
+  const totals: Record<string, number> = {};
+  for (const [pid, { group, ticks }] of after) {
+    const start = before.get(pid)?.ticks ?? 0;
+    totals[group] = (totals[group] ?? 0) + ((ticks - start) * 1000) / TICKS_PER_SECOND;
+  }
+  const result: Record<string, number> = {};
+  let sum = 0;
+  for (const [group, ms] of Object.entries(totals).sort((a, b) => b[1] - a[1])) {
+    result[group] = Math.round((ms / units) * 100) / 100;
+    sum += ms;
+  }
+  result.total = Math.round((sum / units) * 100) / 100;
+  return result;
+}
