@@ -189,7 +189,11 @@ async function queueFloor(stack: Stack) {
 
 async function graphRun(stack: Stack, graph: ReturnType<typeof graphOf>, concurrency: number, workerType: string) {
   for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = workerType;
-  const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency, batch: 4 });
+  const reportTimes: number[] = [];
+  const worker = startFastWorker({
+    rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency, batch: 4,
+    onReport: () => reportTimes.push(performance.now()),
+  });
   const id = slugid.nice();
   const t0 = performance.now();
   await stack.root.request('scheduler', 'PUT', `/task-graph/${id}`, graph);
@@ -205,7 +209,13 @@ async function graphRun(stack: Stack, graph: ReturnType<typeof graphOf>, concurr
   }, `graph ${id} finished`, 3_600_000);
   const finished = performance.now();
   await worker.stop();
-  return { id, submitS: (submitted - t0) / 1000, finishS: (finished - t0) / 1000 };
+  const at = (t: number | undefined) => (t === undefined ? NaN : Math.round(t - t0) / 1000);
+  // where the time goes: submit, then the first task's report, the bulk of the reports, the last one, finished
+  const phases = {
+    submitted_s: at(submitted), first_report_s: at(reportTimes[0]), median_report_s: at(reportTimes[Math.floor(reportTimes.length / 2)]),
+    second_last_report_s: at(reportTimes.at(-2)), last_report_s: at(reportTimes.at(-1)), finished_s: at(finished),
+  };
+  return { id, submitS: (submitted - t0) / 1000, finishS: (finished - t0) / 1000, phases };
 }
 
 async function historyStats(stack: Stack, taskGraphId: string) {
@@ -330,7 +340,7 @@ async function main() {
       const cpuBefore = cpuSnapshot(processNames(processes));
       const run = await graphRun(stack, graphOf(nodes, 'bench'), 16, 'throughput');
       results.throughput = {
-        tasks: n, seconds: Math.round(run.finishS * 10) / 10, tasks_per_s: Math.round(n / run.finishS),
+        tasks: n, seconds: Math.round(run.finishS * 10) / 10, tasks_per_s: Math.round(n / run.finishS), phases: run.phases,
         cpu_ms_per_task: cpuSince(cpuBefore, cpuSnapshot(processNames(processes)), n),
       };
     }

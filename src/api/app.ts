@@ -11,6 +11,7 @@ import type { ApiDeps } from './deps.js';
 import { LazyTemporalClient } from '../temporal/connection.js';
 import { ClaimWaiter } from '../queue/claimWaiter.js';
 import { startSweeps } from '../queue/sweeps.js';
+import { GroupAnnouncer } from '../queue/groupAnnouncer.js';
 import { createApiServer, type ApiServerOptions } from './server.js';
 import { registerUi } from './ui.js';
 
@@ -31,7 +32,8 @@ export async function buildApi(config: Config, options: ApiServerOptions = {}): 
   const temporal = new LazyTemporalClient(config);
   const claimWaiter = new ClaimWaiter(config.databaseUrl);
   await claimWaiter.start();
-  const deps: ApiDeps = { config, pool, clients: createClientStore(pool, config.rootAccessToken), issuer, temporal, claimWaiter };
+  const groupAnnouncer = new GroupAnnouncer(pool, config);
+  const deps: ApiDeps = { config, pool, clients: createClientStore(pool, config.rootAccessToken), issuer, temporal, claimWaiter, groupAnnouncer };
   const sweeps = startSweeps(pool, config);
   const app = createApiServer(deps, [...queueEndpoints, ...artifactEndpoints, ...authEndpoints, ...schedulerEndpoints], options);
   registerUi(app, config);
@@ -55,6 +57,7 @@ export async function buildApi(config: Config, options: ApiServerOptions = {}): 
         clearInterval(idle);
         clearTimeout(force);
       }
+      await groupAnnouncer.stop();
       await temporal.close();
       await pool.end();
     },

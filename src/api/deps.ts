@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { ClientRecord, ClientStore } from '../auth/authenticate.js';
 import type { LazyTemporalClient } from '../temporal/connection.js';
 import type { ClaimWaiter } from '../queue/claimWaiter.js';
+import type { GroupAnnouncer } from '../queue/groupAnnouncer.js';
 
 /**
  * What endpoint handlers may use. Built once per API process (src/api/server.ts) and passed
@@ -18,4 +19,6 @@ export interface ApiDeps {
   temporal: LazyTemporalClient;
   /** Wakes long-polling claimWork callers on LISTEN/NOTIFY. */
   claimWaiter: ClaimWaiter;
+  /** Announces task groups whose last task a report resolved. */
+  groupAnnouncer: GroupAnnouncer;
 }

@@ -14,6 +14,11 @@ export interface BridgeOptions {
   queueName?: string;
   /** Flush a graph's batch after this long (ms) or at maxBatch messages, whichever comes first. */
   flushMs?: number;
+  /**
+   * Under load, at least this long (ms) between the starts of two flushes: a resolution arriving within it
+   * of the previous flush waits for the rest of it, so bursts become one signal instead of many.
+   */
+  minFlushIntervalMs?: number;
   maxBatch?: number;
   log?: (line: string) => void;
 }
@@ -66,6 +71,11 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
   // 5 ms gathers the burst a completing fan-in produces without adding noticeable hop latency.
   const flushMs = options.flushMs ?? 5;
   const maxBatch = options.maxBatch ?? 500;
+  // Each signal costs a workflow task: Temporal and the scheduler worker spent 1.3 ms of CPU per task of a
+  // 10,000-task graph at ~3 resolutions a signal. 25 ms gathers ~8 at 300 tasks/s, and a chain's hops
+  // (one resolution every ~35 ms) never wait for it.
+  const minFlushIntervalMs = options.minFlushIntervalMs ?? 25;
+  let lastFlushAt = 0;
   const stats: BridgeStats = { received: 0, signals: 0, resolutionsForwarded: 0, dropped: 0, requeued: 0 };
   const prefix = `${config.exchangePrefix}queue/v1/`;
   let stopped = false;
@@ -177,11 +187,12 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
       batch = [];
       const ch = channel;
       if (items.length === 0 || !ch) return;
+      lastFlushAt = Date.now();
       flushing = flush(items, ch).finally(() => {
         flushing = undefined;
         if (batch.length > 0) scheduleFlush(batch.length >= maxBatch);
       });
-    }, immediate ? 0 : flushMs);
+    }, immediate ? 0 : Math.max(flushMs, lastFlushAt + minFlushIntervalMs - Date.now()));
   };
 
   const onMessage = (msg: ConsumeMessage | null) => {

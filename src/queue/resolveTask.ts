@@ -2,11 +2,10 @@ import type pg from 'pg';
 import type { Config } from '../config.js';
 import { notifySoon, prepared, type Queryable } from '../db/pool.js';
 import { TgsError } from '../errors.js';
-import { queueExchangeName } from '../exchanges/exchanges.js';
 import { OUTBOX_CHANNEL, outboxRows, type OutboxMessage } from '../exchanges/outbox.js';
 import { resolutionMessage, taskMessage } from './messages.js';
 import { PENDING_CHANNEL } from './notify.js';
-import { announceGroupIfResolved } from './taskGroups.js';
+import type { GroupAnnouncer } from './groupAnnouncer.js';
 import { addPendingRun, loadTasks, resolveLatestRun, saveTasks, taskStatus, type TaskRow, type TaskStatus } from './taskRow.js';
 
 export const EXCEPTION_REASONS = ['worker-shutdown', 'malformed-payload', 'resource-unavailable', 'internal-error', 'intermittent-task'] as const;
@@ -20,47 +19,23 @@ async function lockRun(db: Queryable, taskId: string, runId: number): Promise<Ta
 
 /**
  * Writes a report in one statement (one round trip, no explicit transaction), compare-and-set on the runs
- * the report was computed from: the task row, its messages and, when this was the group's last unresolved
- * task, the group's resolution and task-group-resolved message commit together or not at all. Returns
- * false when the row changed since it was read (a reclaim, a sweep): the caller reads again.
- *
- * The group check sees the snapshot of the statement's start, where this task is still unresolved, hence
- * `t.task_id <> $1`; it counts the group's other unresolved tasks up to NEAR_DONE. Reports of a group's last
- * tasks committing at once can each see the others unresolved, so a report that saw fewer than NEAR_DONE
- * others checks again after its commit (announceGroupIfResolved), when the last of them sees every other
- * commit. A report of a big group neither locks the group row nor pays for that second check.
+ * the report was computed from: the task row and its messages commit together or not at all. Updates no
+ * row when the task changed since it was read (a reclaim, a sweep): the caller reads again. The group's
+ * task-group-resolved check follows the commit (GroupAnnouncer).
  */
-const NEAR_DONE = 32;
 const REPORT_SQL = `WITH reported AS (
     UPDATE tasks SET state = $3, runs = $4::jsonb, retries_left = $5, taken_until = NULL, pending_since = $6::timestamptz
     WHERE task_id = $1 AND runs = $2::jsonb
-    RETURNING task_group_id
-  ), others AS (
-    SELECT count(*) AS n FROM (
-      SELECT 1 FROM tasks t, reported r
-      WHERE t.task_group_id = r.task_group_id AND t.state IN ('unscheduled', 'pending', 'running') AND t.task_id <> $1
-      LIMIT ${NEAR_DONE}
-    ) unresolved
-  ), group_resolved AS (
-    UPDATE task_groups g SET resolved_at = now()
-    FROM reported r
-    WHERE $8 AND g.task_group_id = r.task_group_id AND g.resolved_at IS NULL AND (SELECT n FROM others) = 0
-    RETURNING g.task_group_id, g.scheduler_id
+    RETURNING task_id
   ), messages AS (
-    -- one INSERT, ordered: outbox ids (publish order) put the task's messages before the group's
     INSERT INTO outbox (message_id, exchange, routing_key, cc, payload)
-    SELECT message_id, exchange, routing_key, cc, payload FROM (
-      SELECT 1 AS ord, m.message_id, m.exchange, m.routing_key, m.cc, m.payload, m.n
-      FROM ROWS FROM (jsonb_to_recordset($7::jsonb) AS (message_id text, exchange text, routing_key text, cc text[], payload jsonb))
-           WITH ORDINALITY AS m(message_id, exchange, routing_key, cc, payload, n)
-      WHERE EXISTS (SELECT 1 FROM reported)
-      UNION ALL
-      SELECT 2, gen_random_uuid()::text, $9, '_._._._._._.' || g.scheduler_id || '.' || g.task_group_id || '._', '{}'::text[],
-             jsonb_build_object('taskGroupId', g.task_group_id, 'schedulerId', g.scheduler_id), 0
-      FROM group_resolved g
-    ) queued ORDER BY ord, n
+    SELECT m.message_id, m.exchange, m.routing_key, m.cc, m.payload
+    FROM ROWS FROM (jsonb_to_recordset($7::jsonb) AS (message_id text, exchange text, routing_key text, cc text[], payload jsonb))
+         WITH ORDINALITY AS m(message_id, exchange, routing_key, cc, payload, n)
+    WHERE EXISTS (SELECT 1 FROM reported)
+    ORDER BY m.n
   )
-  SELECT (SELECT count(*) FROM reported) AS reported, (SELECT n FROM others) AS others`;
+  SELECT count(*) AS reported FROM reported`;
 
 // A report races only with its own run's reclaim and the sweeps: a few rereads at most.
 const MAX_REPORT_ATTEMPTS = 20;
@@ -73,6 +48,7 @@ const MAX_REPORT_ATTEMPTS = 20;
 export async function resolveRun(
   pool: pg.Pool,
   config: Config,
+  groups: Pick<GroupAnnouncer, 'note'>,
   taskId: string,
   runId: number,
   state: 'completed' | 'failed' | 'exception',
@@ -98,7 +74,7 @@ export async function resolveRun(
       messages.push(taskMessage(config, 'task-pending', row, retry.runId));
     }
     const pending = row.state === 'pending';
-    const { rows } = await pool.query<{ reported: number; others: number }>(
+    const { rows } = await pool.query<{ reported: number }>(
       prepared(REPORT_SQL, [
         taskId,
         JSON.stringify(readRuns),
@@ -107,19 +83,12 @@ export async function resolveRun(
         row.retries_left,
         pending ? row.runs[row.runs.length - 1].scheduled : null,
         JSON.stringify(outboxRows(messages)),
-        !pending,
-        queueExchangeName(config.exchangePrefix, 'task-group-resolved'),
       ]),
     );
     if (rows[0].reported === 1) {
       notifySoon(pool, OUTBOX_CHANNEL, '');
       if (pending) notifySoon(pool, PENDING_CHANNEL, `${row.provisioner_id}/${row.worker_type}`);
-      else if (rows[0].others > 0 && rows[0].others < NEAR_DONE) {
-        // Committed; a failed check must not turn the report into an error (the sweep announces the group).
-        await announceGroupIfResolved(pool, config, row.task_group_id).catch((err: unknown) =>
-          console.error(`task-group-resolved check for ${row.task_group_id} failed, the sweep will retry: ${(err as Error).message}`),
-        );
-      }
+      else groups.note(row.task_group_id);
       return taskStatus(row);
     }
     if (attempt >= MAX_REPORT_ATTEMPTS) {

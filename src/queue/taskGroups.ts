@@ -36,17 +36,6 @@ export async function resolveTaskGroupsIfDone(db: Queryable, config: Config, tas
 const UNANNOUNCED_AND_DONE = `g.resolved_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_group_id = g.task_group_id AND t.state IN ('unscheduled', 'pending', 'running'))`;
 
-/**
- * After a report committed near the end of its group (see resolveRun): announce the group if no task of it
- * is unresolved any more. After the commit, so of reports committing at once the last one's check sees all
- * of them.
- */
-export async function announceGroupIfResolved(pool: pg.Pool, config: Config, taskGroupId: string): Promise<void> {
-  const { rowCount } = await pool.query(`SELECT 1 FROM task_groups g WHERE g.task_group_id = $1 AND ${UNANNOUNCED_AND_DONE}`, [taskGroupId]);
-  if (!rowCount) return;
-  await withTransaction(pool, (client) => resolveTaskGroupsIfDone(client, config, [taskGroupId]));
-}
-
 /** Backstop sweep: every resolved group not announced yet (a crash between commit and check, or a race). */
 export async function announceResolvedGroups(pool: pg.Pool, config: Config, limit = 500): Promise<number> {
   const { rows } = await pool.query<{ task_group_id: string }>(

@@ -95,7 +95,7 @@ function report(name: string, outcome: 'completed' | 'failed' | 'exception', des
     output: statusResponse,
     async handler({ params, body, deps }) {
       const reason = outcome === 'exception' ? (body as { reason: string }).reason : undefined;
-      const status = await resolveRun(deps.pool, deps.config, params.taskId, Number(params.runId), outcome, reason);
+      const status = await resolveRun(deps.pool, deps.config, deps.groupAnnouncer, params.taskId, Number(params.runId), outcome, reason);
       return { status };
     },
   });
