@@ -6,7 +6,7 @@ import { OUTBOX_CHANNEL, outboxRows, type OutboxMessage } from '../exchanges/out
 import { resolutionMessage, taskMessage } from './messages.js';
 import { PENDING_CHANNEL } from './notify.js';
 import type { GroupAnnouncer } from './groupAnnouncer.js';
-import { addPendingRun, loadTasks, resolveLatestRun, saveTasks, taskStatus, type TaskRow, type TaskStatus } from './taskRow.js';
+import { addPendingRun, loadTask, loadTasks, resolveLatestRun, saveTasks, taskStatus, type TaskRow, type TaskStatus } from './taskRow.js';
 
 export const EXCEPTION_REASONS = ['worker-shutdown', 'malformed-payload', 'resource-unavailable', 'internal-error', 'intermittent-task'] as const;
 
@@ -55,7 +55,7 @@ export async function resolveRun(
   reason?: string,
 ): Promise<TaskStatus> {
   for (let attempt = 1; ; attempt++) {
-    const [row] = await loadTasks(pool, [taskId]);
+    const row = await loadTask(pool, taskId);
     if (!row) throw new TgsError('ResourceNotFound', `task ${taskId} not found`);
     const run = row.runs[runId];
     if (!run) throw new TgsError('ResourceNotFound', `task ${taskId} has no run ${runId}`);
