@@ -344,6 +344,12 @@ async function main() {
         cpu_ms_per_task: cpuSince(cpuBefore, cpuSnapshot(processNames(processes)), n),
       };
     }
+    // before scale: the 100,000 tasks it leaves behind keep autovacuum busy for minutes (Postgres CPU per
+    // claim+complete went from 1.7 to 3.4 ms when queue ran after it)
+    if (only.has('queue')) {
+      log('queue: enqueue → claim latency, claim+complete throughput with 16 claimers');
+      results.queue = await runQueueBench({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, tasks: sizes.queueTasks, claimers: 16, processNames: processNames(processes) });
+    }
     if (only.has('scale')) {
       const { layers, width, fanIn } = sizes;
       const tasks = layers * width;
@@ -370,10 +376,6 @@ async function main() {
           : { 'tgs (api+relay+bridge+worker in one process)': rssMb(process.pid), 'temporal dev server': rssMb(stack.temporal.process.pid as number) },
         continue_as_new: history.continueAsNew, max_history_events: history.maxEvents, max_history_bytes: history.maxBytes,
       };
-    }
-    if (only.has('queue')) {
-      log('queue: enqueue → claim latency, claim+complete throughput with 16 claimers');
-      results.queue = await runQueueBench({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, tasks: sizes.queueTasks, claimers: 16, processNames: processNames(processes) });
     }
     if (only.has('ui')) results.ui = await runUiBench({ stack, quick, log });
   } finally {

@@ -149,6 +149,8 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
           contentType: request.headers['content-type'] ?? '',
           rawBody: request.rawBody,
         });
+        // Checked: a 100,000-task graph's body text (35 MB) need not live as long as the request does.
+        request.rawBody = undefined;
         let authorized = endpoint.scopes === undefined;
         const check = (expr: ScopeExpression) => {
           if (!expressionSatisfied(auth.scopes, expr)) {
