@@ -107,7 +107,15 @@ export function notifySoon(pool: Pick<pg.Pool, 'query'>, channel: string, payloa
   entry.inFlight = true;
   const send = (): void => {
     entry.again = false;
-    pool.query(prepared('SELECT pg_notify($1, $2)', [channel, payload])).then(
+    let sent: Promise<unknown>;
+    try {
+      sent = pool.query(prepared('SELECT pg_notify($1, $2)', [channel, payload]));
+    } catch {
+      // a pool that has ended (shutdown): nobody is listening through it any more
+      entry.inFlight = false;
+      return;
+    }
+    sent.then(
       () => (entry.again ? send() : void (entry.inFlight = false)),
       () => void (entry.inFlight = false),
     );
