@@ -94,12 +94,8 @@ export function notifySoon(pool: Pick<pg.Pool, 'query'>, channel: string, payloa
     coalesced.set(pool, byKey);
   }
   const key = `${channel}\n${payload}`;
-  let state = byKey.get(key);
-  if (!state) {
-    state = { inFlight: false, again: false };
-    byKey.set(key, state);
-  }
-  const entry = state;
+  const entry = byKey.get(key) ?? { inFlight: false, again: false };
+  byKey.set(key, entry);
   if (entry.inFlight) {
     entry.again = true;
     return;

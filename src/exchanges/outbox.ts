@@ -15,12 +15,7 @@ export interface OutboxMessage {
   messageId?: string;
 }
 
-/**
- * Writes messages to the outbox. Call it with the client of the transaction that makes the state
- * change, so the change and its messages commit (or vanish) together: that is what makes the
- * exchanges lossless. The relay is woken right after the commit.
- */
-/** Messages as the outbox's columns, for jsonb_to_recordset. */
+/** Messages as the outbox's columns: the JSON that OUTBOX_INSERT reads (its parameter). */
 export function outboxRows(messages: OutboxMessage[]) {
   return messages.map((m) => ({
     message_id: m.messageId ?? randomUUID(),
@@ -31,14 +26,23 @@ export function outboxRows(messages: OutboxMessage[]) {
   }));
 }
 
+/**
+ * The INSERT of outboxRows' JSON (parameter `param`), in their order: outbox ids are the publish order. Shared
+ * by enqueueMessages and the statements that write a state change and its messages at once (a report).
+ */
+export const outboxInsert = (param: string) => `INSERT INTO outbox (message_id, exchange, routing_key, cc, payload)
+    SELECT m.message_id, m.exchange, m.routing_key, m.cc, m.payload
+    FROM ROWS FROM (jsonb_to_recordset(${param}::jsonb) AS (message_id text, exchange text, routing_key text, cc text[], payload jsonb))
+         WITH ORDINALITY AS m(message_id, exchange, routing_key, cc, payload, n)`;
+
+/**
+ * Writes messages to the outbox. Call it with the client of the transaction that makes the state
+ * change, so the change and its messages commit (or vanish) together: that is what makes the
+ * exchanges lossless. The relay is woken right after the commit.
+ */
 export async function enqueueMessages(db: Queryable, messages: OutboxMessage[]): Promise<void> {
   if (messages.length === 0) return;
-  await db.query(prepared(
-    `INSERT INTO outbox (message_id, exchange, routing_key, cc, payload)
-     SELECT m.message_id, m.exchange, m.routing_key, m.cc, m.payload
-     FROM jsonb_to_recordset($1::jsonb) AS m(message_id text, exchange text, routing_key text, cc text[], payload jsonb)`,
-    [JSON.stringify(outboxRows(messages))],
-  ));
+  await db.query(prepared(`${outboxInsert('$1')} ORDER BY m.n`, [JSON.stringify(outboxRows(messages))]));
   // The relay's wake-up goes out after the commit (see notifyAfterCommit).
   await notifyAfterCommit(db, OUTBOX_CHANNEL, ['']);
 }

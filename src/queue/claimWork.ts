@@ -16,13 +16,6 @@ export interface ClaimRequest {
   count: number;
 }
 
-/** The claimed row as the relay needs it to render the task-running message (a TaskRow, as JSON). */
-const ROW_SNAPSHOT = `jsonb_build_object('task_id', c.task_id, 'task_group_id', c.task_group_id, 'scheduler_id', c.scheduler_id,
-  'provisioner_id', c.provisioner_id, 'worker_type', c.worker_type, 'priority', c.priority, 'retries', c.retries,
-  'retries_left', c.retries_left, 'deadline', c.deadline, 'expires', c.expires, 'state', c.state, 'runs', c.runs,
-  'taken_until', c.taken_until, 'routing', c.definition->>'routing', 'routes', coalesce(c.definition->'routes', '[]'),
-  'tags', c.definition->'tags', 'project_id', coalesce(c.definition->>'projectId', 'none'))`;
-
 /**
  * One statement, so one round trip and no explicit transaction: pick (SKIP LOCKED lets any number of
  * claimers run at once without blocking on or double-claiming a task), mark the latest run running, and
@@ -43,10 +36,11 @@ const CLAIM_SQL = `WITH picked AS (
     FROM picked WHERE t.task_id = picked.task_id
     RETURNING t.*
   ), announced AS (
+    -- the claimed row as a TaskRow (the same columns a read returns), for the relay to render
     INSERT INTO outbox (message_id, exchange, routing_key, payload, render)
     SELECT c.task_id || '/' || (jsonb_array_length(c.runs) - 1) || '/task-running', '', '',
-           jsonb_build_object('row', ${ROW_SNAPSHOT}, 'runId', jsonb_array_length(c.runs) - 1), 'task-running'
-    FROM claimed c
+           jsonb_build_object('row', to_jsonb(c), 'runId', jsonb_array_length(c.runs) - 1), 'task-running'
+    FROM (SELECT ${TASK_COLUMNS} FROM claimed) c
   )
   SELECT ${TASK_COLUMNS}, definition FROM claimed`;
 

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { Config } from '../config.js';
 import { notifySoon, prepared, type Queryable } from '../db/pool.js';
 import { TgsError } from '../errors.js';
-import { OUTBOX_CHANNEL, outboxRows, type OutboxMessage } from '../exchanges/outbox.js';
+import { OUTBOX_CHANNEL, outboxInsert, outboxRows, type OutboxMessage } from '../exchanges/outbox.js';
 import { resolutionMessage, taskMessage } from './messages.js';
 import { PENDING_CHANNEL } from './notify.js';
 import type { GroupAnnouncer } from './groupAnnouncer.js';
@@ -28,10 +28,7 @@ const REPORT_SQL = `WITH reported AS (
     WHERE task_id = $1 AND runs = $2::jsonb
     RETURNING task_id
   ), messages AS (
-    INSERT INTO outbox (message_id, exchange, routing_key, cc, payload)
-    SELECT m.message_id, m.exchange, m.routing_key, m.cc, m.payload
-    FROM ROWS FROM (jsonb_to_recordset($7::jsonb) AS (message_id text, exchange text, routing_key text, cc text[], payload jsonb))
-         WITH ORDINALITY AS m(message_id, exchange, routing_key, cc, payload, n)
+    ${outboxInsert('$7')}
     WHERE EXISTS (SELECT 1 FROM reported)
     ORDER BY m.n
   )
