@@ -9,12 +9,11 @@
 import { mkdirSync } from 'node:fs';
 import slugid from 'slugid';
 import { chromium, type Page } from 'playwright-core';
-import { startStack, eventually, type Stack } from '../test/helpers/stack.js';
-import { startFastWorker } from '../test/helpers/fastWorker.js';
-import { graphOf } from '../test/helpers/graphs.js';
+import { startStack, eventually, type Stack } from '../support/stack.js';
+import { startFastWorker } from '../support/fastWorker.js';
+import { graphOf, layeredGraph } from '../support/graphs.js';
 import { ApiClient } from '../src/client/http.js';
-import { chromiumOptions, ensureUiBuilt } from '../test/ui/build.js';
-import { layeredGraph } from '../bench/ui.js';
+import { chromiumOptions, ensureUiBuilt, waitForExpression } from '../support/uiBuild.js';
 
 const log = (line: string) => console.error(`[screenshots] ${line}`);
 const viewport = { width: 1400, height: 900 };
@@ -32,7 +31,7 @@ const state = async (stack: Stack, taskId: string) => (await stack.root.request(
 
 async function openGraph(page: Page, stack: Stack, taskGraphId: string) {
   await page.goto(`${stack.api.rootUrl}/ui/task-graph/${taskGraphId}`);
-  await page.waitForFunction('window.tgsGraph && window.tgsGraph.metrics.firstDraw !== undefined', null, { timeout: 120_000 });
+  await waitForExpression(page, 'window.tgsGraph && window.tgsGraph.metrics.firstDraw !== undefined', 120_000);
 }
 
 /** A release pipeline with one task in each state; `unit-tests` is running with a live log. */

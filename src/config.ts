@@ -6,6 +6,13 @@ export interface Config {
   amqpUrl: string;
   temporalAddress: string;
   temporalNamespace: string;
+  /** Client certificate and key files for mTLS to a hosted Temporal; both or neither. Empty: none. */
+  temporalTlsCert: string;
+  temporalTlsKey: string;
+  /** API key for a hosted Temporal (TLS without a client certificate). Empty: none. */
+  temporalApiKey: string;
+  /** The Temporal Web UI the graph page links to; empty: the dev server's (src/api/ui.ts). */
+  temporalUiUrl: string;
   temporalTaskQueue: string;
   /** Public base URL; API paths are `<rootUrl>/api/<service>/v1/...`. */
   rootUrl: string;
@@ -24,7 +31,37 @@ export interface Config {
   sweepIntervalMs: number;
   /** Largest artifact upload accepted (bytes are kept in Postgres). */
   maxArtifactBytes: number;
+  /**
+   * Scheduler ids whose messages the bridge queue is bound to (TGS_BRIDGE_SCHEDULER_IDS, comma-separated);
+   * empty: every message of this deployment's exchanges (queue-level dependencies between tasks of any
+   * scheduler id). Set it when deployments share an exchange prefix.
+   */
+  bridgeSchedulerIds: string[];
+  /**
+   * Most nodes a task-graph may have (create and extend refuse more with a 400). Continue-as-new carries
+   * ~8 bytes a node and Temporal refuses inputs over 2 MB, so past ~260,000 nodes a graph could not go on.
+   */
+  maxGraphNodes: number;
+  /**
+   * The tgs client a graph started directly on Temporal acts as: its scopes must cover the graph as they would
+   * over HTTP. Empty refuses Temporal-native graphs (access to the Temporal namespace is not root).
+   */
+  temporalClientId: string;
+  /** Port of the process's Prometheus `/metrics` (and `/health`) server on `host`; 0 serves none. */
+  metricsPort: number;
+  /** pino level of the process logs: fatal, error, warn, info, debug, trace or silent. */
+  logLevel: string;
+  /** Largest createTaskGraph / extendTaskGraph body (a 100,000-task graph of the bench is ~35 MB of JSON). */
+  maxGraphBytes: number;
+  /** Per-process cap on scheduler changes long-polls in flight (src/api/concurrency.ts); beyond it 429. */
+  maxConcurrentGraphChanges: number;
+  /** Per-process cap on scheduler nodes reads in flight; beyond it 429. */
+  maxConcurrentGraphNodes: number;
+  /** Per-process cap on artifact reads and downloads in flight; beyond it 429. */
+  maxConcurrentArtifactRequests: number;
 }
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export const ROOT_CLIENT_ID = 'static/tgs/root';
 
@@ -38,6 +75,36 @@ function intFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): num
   return value;
 }
 
+/** A comma-separated list of scheduler ids (routing-key words: letters, digits, `-`, `_`). */
+function schedulerIdsFromEnv(env: NodeJS.ProcessEnv, name: string): string[] {
+  const ids = (env[name] ?? '').split(',').map((id) => id.trim()).filter(Boolean);
+  for (const id of ids) {
+    if (!/^[A-Za-z0-9_-]{1,22}$/.test(id)) throw new Error(`${name} must be a comma-separated list of scheduler ids, got ${JSON.stringify(id)}`);
+  }
+  return ids;
+}
+
+/** TGS_LOG_LEVEL, checked: a typo must not silently log everything or nothing. */
+export function logLevelFromEnv(env: NodeJS.ProcessEnv = process.env): string {
+  const raw = (env.TGS_LOG_LEVEL ?? '').trim().toLowerCase();
+  if (raw === '') return 'info';
+  if (!LOG_LEVELS.includes(raw)) throw new Error(`TGS_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(env.TGS_LOG_LEVEL)}`);
+  return raw;
+}
+
+/** TGS_LOG_FORMAT: `json` or `pretty`; undefined when unset (JSON, or tgs dev's choice for a terminal). */
+export function logFormatFromEnv(env: NodeJS.ProcessEnv = process.env): 'json' | 'pretty' | undefined {
+  const raw = (env.TGS_LOG_FORMAT ?? '').trim().toLowerCase();
+  if (raw === '') return undefined;
+  if (raw !== 'json' && raw !== 'pretty') throw new Error(`TGS_LOG_FORMAT must be json or pretty, got ${JSON.stringify(env.TGS_LOG_FORMAT)}`);
+  return raw;
+}
+
+/** TEMPORAL_CLI: the `temporal` binary for dev servers, when set (src/temporal/devServer.ts searches otherwise). */
+export function temporalCliFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return env.TEMPORAL_CLI || undefined;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const port = intFromEnv(env, 'PORT', 8080);
   const config: Config = {
@@ -45,6 +112,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     amqpUrl: env.AMQP_URL || 'amqp://guest:guest@127.0.0.1:5672',
     temporalAddress: env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
     temporalNamespace: env.TEMPORAL_NAMESPACE || 'default',
+    temporalTlsCert: env.TEMPORAL_TLS_CERT ?? '',
+    temporalTlsKey: env.TEMPORAL_TLS_KEY ?? '',
+    temporalApiKey: env.TEMPORAL_API_KEY ?? '',
+    temporalUiUrl: env.TGS_TEMPORAL_UI_URL ?? '',
     temporalTaskQueue: env.TGS_TASK_QUEUE || 'tgs-scheduler',
     rootUrl: (env.TGS_ROOT_URL || `http://127.0.0.1:${port}`).replace(/\/+$/, ''),
     rootAccessToken: env.TGS_ROOT_ACCESS_TOKEN ?? '',
@@ -56,6 +127,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     claimWorkWaitMs: intFromEnv(env, 'TGS_CLAIM_WORK_WAIT_MS', 20_000),
     sweepIntervalMs: intFromEnv(env, 'TGS_SWEEP_INTERVAL_MS', 5000),
     maxArtifactBytes: intFromEnv(env, 'TGS_MAX_ARTIFACT_BYTES', 64 * 1024 * 1024),
+    bridgeSchedulerIds: schedulerIdsFromEnv(env, 'TGS_BRIDGE_SCHEDULER_IDS'),
+    // 200,000 × 8 bytes = 1.6 MB of carried state, with room under the 2 MB limit for the rest of the input.
+    maxGraphNodes: intFromEnv(env, 'TGS_MAX_GRAPH_NODES', 200_000),
+    temporalClientId: env.TGS_TEMPORAL_CLIENT_ID ?? '',
+    metricsPort: intFromEnv(env, 'TGS_METRICS_PORT', 0),
+    logLevel: logLevelFromEnv(env),
+    maxGraphBytes: intFromEnv(env, 'TGS_MAX_GRAPH_BYTES', 48 * 1024 * 1024),
+    // The API's pool has 20 connections. A nodes read (4) or an artifact read (8) holds one for its whole
+    // duration, leaving at least 8 to claims and reports; a changes poll holds one only while its query runs
+    // (a few ms every 200 ms), so 64 of them keep about 2 busy on average.
+    maxConcurrentGraphChanges: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_CHANGES', 64),
+    maxConcurrentGraphNodes: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_NODES', 4),
+    maxConcurrentArtifactRequests: intFromEnv(env, 'TGS_MAX_CONCURRENT_ARTIFACT_REQUESTS', 8),
     ...overrides,
   };
   return config;

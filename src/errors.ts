@@ -14,12 +14,14 @@ export const errorStatus = {
   ResourceExpired: 410,
   InputTooLarge: 413,
   ArtifactNotPresent: 424,
+  TooManyRequests: 429,
   InternalServerError: 500,
   ServiceUnavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatus;
 
+/** An error a client sees, made where it happens: `throw new TgsError('ResourceNotFound', 'no such task')`. */
 export class TgsError extends Error {
   readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;
@@ -35,9 +37,3 @@ export class TgsError extends Error {
     return errorStatus[this.code];
   }
 }
-
-export const inputError = (message: string, details?: Record<string, unknown>) =>
-  new TgsError('InputError', message, details);
-export const notFound = (message: string) => new TgsError('ResourceNotFound', message);
-export const conflict = (message: string, details?: Record<string, unknown>) =>
-  new TgsError('RequestConflict', message, details);

@@ -2,7 +2,8 @@
  * The `tgs` package: `import { TgsClient } from 'tgs'`.
  *
  * TgsClient submits, extends, watches, reruns and cancels task-graphs and reads tasks and artifacts over HTTP
- * with Hawk; startShellWorker runs a `tgs shell-worker` inside a Node process.
+ * with Hawk; startShellWorker runs a `tgs shell-worker` inside a Node process; startTaskGraph starts a graph the
+ * Temporal-native way, with a `@temporalio/client` Client.
  */
 export {
   TgsClient,
@@ -22,5 +23,13 @@ export {
   type ArtifactInfo,
   type ArtifactContent,
   type WaitOptions,
+  type Resolution,
+  type ResolutionResult,
 } from './client/tgsClient.js';
 export { startShellWorker, type ShellWorker, type ShellWorkerOptions, type ShellPayload, type ArtifactSpec } from './shellWorker/index.js';
+export {
+  startTaskGraph,
+  GraphTooLargeForTemporalError,
+  TEMPORAL_PAYLOAD_LIMIT_BYTES,
+  type StartTaskGraphOptions,
+} from './temporal/startTaskGraph.js';

@@ -6,7 +6,8 @@ import type { Config } from './config.js';
 import { createActivities } from './activities/index.js';
 import { connectionOptions } from './temporal/connection.js';
 import { SEARCH_ATTRIBUTES } from './workflows/contract.js';
-import { bundlerOptions, workflowsPath } from './temporal/workflowBundle.js';
+import { loadWorkflowBundle } from './temporal/workflowBundle.js';
+import type { Logger } from './log.js';
 
 /**
  * Registers the search attributes the workflow upserts when the namespace lacks them, so a stock
@@ -16,7 +17,7 @@ export async function ensureSearchAttributes(config: Config): Promise<void> {
   const connection = await Connection.connect(connectionOptions(config));
   try {
     const { customAttributes } = await connection.operatorService.listSearchAttributes({ namespace: config.temporalNamespace });
-    const missing = Object.values(SEARCH_ATTRIBUTES).filter((name) => !(name in (customAttributes ?? {})));
+    const missing = Object.values(SEARCH_ATTRIBUTES).map((key) => key.name).filter((name) => !(name in (customAttributes ?? {})));
     if (missing.length === 0) return;
     try {
       await connection.operatorService.addSearchAttributes({
@@ -39,6 +40,8 @@ export interface SchedulerWorkerOptions {
   /** Reuse a bundle (tests bundle once per file). */
   workflowBundle?: WorkerOptions['workflowBundle'];
   connection?: NativeConnection;
+  /** The activities' logger (src/log.ts). */
+  log?: Logger;
 }
 
 /** The Temporal worker: the taskGraph workflow and its activities (src/activities). */
@@ -49,8 +52,8 @@ export async function createSchedulerWorker(options: SchedulerWorkerOptions): Pr
     connection,
     namespace: config.temporalNamespace,
     taskQueue: config.temporalTaskQueue,
-    activities: createActivities({ config, pool }),
-    ...(options.workflowBundle ? { workflowBundle: options.workflowBundle } : { workflowsPath: workflowsPath(), bundlerOptions }),
+    activities: createActivities({ config, pool, log: options.log }),
+    workflowBundle: options.workflowBundle ?? (await loadWorkflowBundle()),
     // Graph workflows are long-lived and small in memory; keep many cached to avoid replays.
     maxCachedWorkflows: 2000,
   });

@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
-import { startStack, type Stack } from './helpers/stack.js';
+import { startStack, type Stack } from '../support/stack.js';
 import { startShellWorker, type ShellWorker } from '../src/shellWorker/index.js';
 import { TgsClient } from '../src/client/tgsClient.js';
 

@@ -8,15 +8,23 @@ import { scheduleTasks } from '../queue/scheduleTasks.js';
 import { MAX_RUNS, rerunTasks } from '../queue/rerunTasks.js';
 import { cancelTasks as cancelQueueTasks } from '../queue/cancelTasks.js';
 import { TgsError } from '../errors.js';
-import type { DispatchItem } from '../workflows/graphState.js';
-import type { GraphMeta, GraphState, NodePage, Resolution, ResolvedState, TaskGraphInput } from '../workflows/contract.js';
-import { ensureQueueGraph, getGraph, graphMeta, joinQueueTasks, loadNodePage } from '../scheduler/graphStore.js';
+import type { DispatchItem } from '../workflows/graphModel.js';
+import { INVALID_TASK_GRAPH, type GraphMeta, type GraphState, type NodePage, type Resolution, type ResolvedState, type TaskGraphInput } from '../workflows/contract.js';
+import { isResolved } from '../taskStates.js';
+import { ensureQueueGraph, getGraph, graphMembers, graphMeta, joinQueueTasks, loadNodePage } from '../scheduler/graphStore.js';
+import { readyTasks } from '../queue/readiness.js';
+import { temporalGraphAuthorizer } from '../scheduler/temporalClient.js';
 import { graphMessage } from '../scheduler/messages.js';
 import { createTaskGraph } from '../scheduler/createTaskGraph.js';
+import type { Logger } from '../log.js';
+import { observeHops } from '../observability/hops.js';
+import { withHeartbeat } from './heartbeat.js';
 
 export interface ActivityDeps {
   config: Config;
   pool: pg.Pool;
+  /** the scheduler worker's logger (src/log.ts); none: activities log nothing (tests) */
+  log?: Logger;
 }
 
 export interface DispatchResult {
@@ -24,6 +32,11 @@ export interface DispatchResult {
   resolutions: Resolution[];
   /** reruns the queue refuses (deadline passed, 50 runs): the node keeps its resolution and says why */
   refused?: RefusedRerun[];
+  /**
+   * tasks not scheduled because the queue's stored state says their dependencies are not resolved (a forged or
+   * stale `resolutions` signal), or not rerun/scheduled because they are not members of this graph
+   */
+  unready?: string[];
 }
 
 export interface RefusedRerun {
@@ -37,8 +50,6 @@ export interface PublishResult {
   published: boolean;
   nodeCount: number;
 }
-
-const RESOLVED = new Set(['completed', 'failed', 'exception']);
 
 /** Resolutions of the latest runs of these tasks that are resolved. */
 async function resolvedLatestRuns(db: pg.Pool | pg.PoolClient, taskIds: string[]): Promise<Resolution[]> {
@@ -62,20 +73,24 @@ async function resolvedLatestRuns(db: pg.Pool | pg.PoolClient, taskIds: string[]
 export function createActivities(deps: ActivityDeps) {
   const { config, pool } = deps;
   return {
-    /** Temporal-native start: validate and store the graph given as workflow input. */
-    async createGraph(taskGraphId: string, input: TaskGraphInput): Promise<void> {
+    /**
+     * Temporal-native start: validate and store the graph given as workflow input, acting as the client
+     * TGS_TEMPORAL_CLIENT_ID with the same scope check as PUT /task-graph (nothing is written when it fails).
+     */
+    createGraph: (taskGraphId: string, input: TaskGraphInput): Promise<void> => withHeartbeat(async () => {
       const { tuning: _tuning, carried: _carried, taskGraphId: _id, origin: _origin, ...graph } = input;
       try {
-        await createTaskGraph({ config, pool }, taskGraphId, graph);
+        const authorize = await temporalGraphAuthorizer(config, pool);
+        await createTaskGraph({ config, pool }, taskGraphId, graph, { authorize });
       } catch (err) {
         if (err instanceof TgsError && err.status < 500) {
-          throw ApplicationFailure.nonRetryable(err.message, 'InvalidTaskGraph', { code: err.code });
+          throw ApplicationFailure.nonRetryable(err.message, INVALID_TASK_GRAPH, { code: err.code, ...err.details });
         }
         throw err;
       }
-    },
+    }),
 
-    async loadGraph(taskGraphId: string, createForQueue: boolean): Promise<GraphMeta> {
+    loadGraph: (taskGraphId: string, createForQueue: boolean): Promise<GraphMeta> => withHeartbeat(async () => {
       let row = await getGraph(pool, taskGraphId);
       if (!row && createForQueue) {
         await ensureQueueGraph(pool, taskGraphId);
@@ -84,29 +99,40 @@ export function createActivities(deps: ActivityDeps) {
       if (!row) {
         throw ApplicationFailure.nonRetryable(
           `task-graph ${taskGraphId} does not exist: create it with PUT /api/scheduler/v1/task-graph/${taskGraphId} or start the workflow with the graph as input`,
-          'InvalidTaskGraph',
+          INVALID_TASK_GRAPH,
         );
       }
       return graphMeta(row);
-    },
+    }),
 
-    async loadNodes(taskGraphId: string, fromIdx: number, limit: number, withQueueState: boolean): Promise<NodePage> {
-      return loadNodePage(pool, taskGraphId, fromIdx, limit, withQueueState);
-    },
+    loadNodes: (taskGraphId: string, fromIdx: number, limit: number, withQueueState: boolean): Promise<NodePage> =>
+      withHeartbeat(() => loadNodePage(pool, taskGraphId, fromIdx, limit, withQueueState)),
 
-    async joinTasks(taskGraphId: string, taskIds: string[]): Promise<{ nodeCount: number }> {
-      const nodeCount = await withTransaction(pool, (client) => joinQueueTasks(client, taskGraphId, taskIds));
-      return { nodeCount };
-    },
+    joinTasks: (taskGraphId: string, taskIds: string[]): Promise<{ nodeCount: number }> =>
+      withHeartbeat(async () => ({ nodeCount: await withTransaction(pool, (client) => joinQueueTasks(client, taskGraphId, taskIds)) })),
 
-    /** Schedules ready tasks and reruns failed/reset ones, in one transaction. */
+    /**
+     * Schedules ready tasks and reruns failed/reset ones, in one transaction. Acts only on members of the graph,
+     * and schedules only tasks whose dependencies the queue's stored state shows resolved: anyone who can signal
+     * the workflow (or schedule this activity) can claim anything, so nothing here trusts the workflow's model.
+     */
     async dispatchTasks(taskGraphId: string, items: DispatchItem[]): Promise<DispatchResult> {
       const taskIds = items.map((i) => i.taskId);
       const refused: RefusedRerun[] = [];
+      const unready: string[] = [];
+      let becamePending: string[] = [];
       await withTransaction(pool, async (client) => {
-        const toSchedule = items.filter((i) => i.kind === 'schedule').map((i) => i.taskId);
-        if (toSchedule.length > 0) await scheduleTasks(client, config, toSchedule);
-        const reruns = items.filter((i) => i.kind === 'rerun');
+        const members = await graphMembers(client, taskGraphId, taskIds);
+        const wanted = items.filter((i) => i.kind === 'schedule').map((i) => i.taskId);
+        const ready = await readyTasks(client, wanted.filter((id) => members.has(id)));
+        const toSchedule = wanted.filter((id) => ready.has(id));
+        unready.push(...wanted.filter((id) => !ready.has(id)));
+        if (toSchedule.length > 0) {
+          const statuses = await scheduleTasks(client, config, toSchedule);
+          becamePending = statuses.filter((s) => s.state === 'pending' && s.runs.length === 1).map((s) => s.taskId);
+        }
+        const reruns = items.filter((i) => i.kind === 'rerun' && members.has(i.taskId));
+        unready.push(...items.filter((i) => i.kind === 'rerun' && !members.has(i.taskId)).map((i) => i.taskId));
         if (reruns.length > 0) {
           // Rerun only tasks whose latest run is still the one the workflow saw resolve: a retry of this
           // activity, or a rerun someone else made, must not add a second run.
@@ -118,11 +144,16 @@ export function createActivities(deps: ActivityDeps) {
           const now = new Date();
           const due = reruns.filter((r) => {
             const row = latest.get(r.taskId);
-            if (row === undefined || row.latest !== r.expectedRunId || !RESOLVED.has(row.state)) return false;
+            if (row === undefined || row.latest !== r.expectedRunId || !isResolved(row.state)) return false;
             // The queue would skip these silently; the workflow must hear it, or the node would wait forever.
             const reason = row.deadline <= now
               ? `task ${r.taskId} is past its deadline (${row.deadline.toISOString()})`
-              : row.latest + 1 >= MAX_RUNS ? `task ${r.taskId} has reached ${MAX_RUNS} runs` : undefined;
+              : row.latest + 1 >= MAX_RUNS
+                ? `task ${r.taskId} has reached ${MAX_RUNS} runs`
+                : // An automatic rerun answers a failure; the queue's word wins over a forged or stale resolution.
+                  r.rerunsLeft !== undefined && row.state !== 'failed'
+                  ? `task ${r.taskId} is ${row.state} in the queue: an automatic rerun answers only a failure`
+                  : undefined;
             if (reason) refused.push({ taskId: r.taskId, state: row.state as ResolvedState, reason });
             return reason === undefined;
           });
@@ -131,15 +162,24 @@ export function createActivities(deps: ActivityDeps) {
           if (counted.length > 0) {
             await client.query(
               `UPDATE graph_nodes n SET reruns_left = v.reruns_left
-               FROM jsonb_to_recordset($2::jsonb) AS v(idx int, reruns_left int)
-               WHERE n.task_graph_id = $1 AND n.idx = v.idx`,
-              [taskGraphId, JSON.stringify(counted.map((r) => ({ idx: r.idx, reruns_left: r.rerunsLeft })))],
+               FROM jsonb_to_recordset($2::jsonb) AS v(idx int, task_id text, reruns_left int)
+               WHERE n.task_graph_id = $1 AND n.idx = v.idx AND n.task_id = v.task_id`,
+              [taskGraphId, JSON.stringify(counted.map((r) => ({ idx: r.idx, task_id: r.taskId, reruns_left: r.rerunsLeft })))],
             );
           }
         }
       });
+      if (becamePending.length > 0) {
+        deps.log?.info({ taskGraphId, scheduled: becamePending.length, ...(becamePending.length === 1 ? { taskId: becamePending[0] } : {}) }, 'tasks pending');
+        deps.log?.debug({ taskGraphId, taskIds: becamePending }, 'tasks pending (ids)');
+        observeHops(pool, taskGraphId, becamePending, deps.log);
+      }
       // Anything already resolved again (a very fast worker, or a duplicate activity) is reported back.
-      return { resolutions: await resolvedLatestRuns(pool, taskIds), ...(refused.length ? { refused } : {}) };
+      return {
+        resolutions: await resolvedLatestRuns(pool, taskIds),
+        ...(refused.length ? { refused } : {}),
+        ...(unready.length ? { unready } : {}),
+      };
     },
 
     /**
@@ -152,12 +192,13 @@ export function createActivities(deps: ActivityDeps) {
     ): Promise<PublishResult> {
       return withTransaction(pool, async (client) => {
         const row = await getGraph(client, taskGraphId, true);
-        if (!row) throw ApplicationFailure.nonRetryable(`task-graph ${taskGraphId} vanished`, 'InvalidTaskGraph');
+        if (!row) throw ApplicationFailure.nonRetryable(`task-graph ${taskGraphId} vanished`, INVALID_TASK_GRAPH);
         if (event.state === 'finished' && row.node_count > event.knownNodeCount) {
           return { published: false, nodeCount: row.node_count };
         }
         await client.query(
-          'UPDATE task_graphs SET state = $2, blocked_by = $3, updated = now() WHERE task_graph_id = $1',
+          // workflow_started: the sweep that starts missing workflows (src/scheduler/missingWorkflows.ts) skips it now
+          'UPDATE task_graphs SET state = $2, blocked_by = $3, workflow_started = true, updated = now() WHERE task_graph_id = $1',
           [taskGraphId, event.state, event.blockedBy.slice(0, 1000)],
         );
         if (row.origin === 'graph') {
@@ -174,10 +215,14 @@ export function createActivities(deps: ActivityDeps) {
       });
     },
 
-    async cancelTasks(_taskGraphId: string, taskIds: string[]): Promise<void> {
+    /** Cancels unresolved member tasks of the graph; other taskIds (a forged activity input) are ignored. */
+    async cancelTasks(taskGraphId: string, taskIds: string[]): Promise<void> {
       for (let i = 0; i < taskIds.length; i += 5000) {
         const chunk = taskIds.slice(i, i + 5000);
-        await withTransaction(pool, (client) => cancelQueueTasks(client, config, chunk));
+        await withTransaction(pool, async (client) => {
+          const members = await graphMembers(client, taskGraphId, chunk);
+          await cancelQueueTasks(client, config, chunk.filter((id) => members.has(id)));
+        });
       }
     },
 

@@ -8,12 +8,25 @@ import { artifactEndpoints } from '../queue/api/artifacts/index.js';
 import { authEndpoints } from '../auth/api/index.js';
 import { schedulerEndpoints } from '../scheduler/api/index.js';
 import type { ApiDeps } from './deps.js';
+import type { Endpoint } from './endpoint.js';
 import { LazyTemporalClient } from '../temporal/connection.js';
 import { ClaimWaiter } from '../queue/claimWaiter.js';
 import { startSweeps } from '../queue/sweeps.js';
+import { startMissingWorkflows } from '../scheduler/missingWorkflows.js';
 import { GroupAnnouncer } from '../queue/groupAnnouncer.js';
+import { WorkerRecorder } from '../queue/workers.js';
+import { expandingClientStore, RoleCache } from '../auth/roleStore.js';
 import { createApiServer, type ApiServerOptions } from './server.js';
 import { registerUi } from './ui.js';
+import { registerHttpMetrics } from '../observability/httpMetrics.js';
+import { observeQueueDatabase } from '../observability/metrics.js';
+import { gracefulStopper } from './gracefulStop.js';
+
+/**
+ * Every endpoint the API serves, in OpenAPI order. The authorization matrix test (test/security) walks
+ * this list, so an endpoint added here is checked for its scopes without editing the test.
+ */
+export const apiEndpoints: Endpoint[] = [...queueEndpoints, ...artifactEndpoints, ...authEndpoints, ...schedulerEndpoints];
 
 export interface ApiApp {
   app: FastifyInstance;
@@ -24,19 +37,30 @@ export interface ApiApp {
 }
 
 /** Builds the API process: pool, migrations (under an advisory lock), issuer client, routes. */
-export async function buildApi(config: Config, options: ApiServerOptions = {}): Promise<ApiApp> {
-  await ensureDatabase(config.databaseUrl);
+export async function buildApi(config: Config, options: ApiServerOptions & { log?: (line: string) => void } = {}): Promise<ApiApp> {
+  const log = options.logger;
+  const logLine = options.log ?? ((line: string) => (log ? log.warn(line) : console.error(line)));
+  const infoLine = log ? (line: string) => log.info(line) : undefined;
+  await ensureDatabase(config.databaseUrl, infoLine);
   const pool = createPool(config.databaseUrl, 20);
-  await migrate(pool);
+  await migrate(pool, infoLine);
   const issuer = await ensureIssuerClient(pool);
   const temporal = new LazyTemporalClient(config);
-  const claimWaiter = new ClaimWaiter(config.databaseUrl);
+  const claimWaiter = new ClaimWaiter(config.databaseUrl, undefined, logLine);
   await claimWaiter.start();
-  const groupAnnouncer = new GroupAnnouncer(pool, config);
-  const deps: ApiDeps = { config, pool, clients: createClientStore(pool, config.rootAccessToken), issuer, temporal, claimWaiter, groupAnnouncer };
-  const sweeps = startSweeps(pool, config);
-  const app = createApiServer(deps, [...queueEndpoints, ...artifactEndpoints, ...authEndpoints, ...schedulerEndpoints], options);
+  const groupAnnouncer = new GroupAnnouncer(pool, config, undefined, logLine);
+  const roles = new RoleCache(pool, config.databaseUrl);
+  await roles.start();
+  const workers = new WorkerRecorder(pool);
+  workers.start();
+  const clients = expandingClientStore(createClientStore(pool, config.rootAccessToken), roles);
+  const deps: ApiDeps = { config, pool, clients, issuer, temporal, claimWaiter, groupAnnouncer, roles, workers };
+  const sweeps = startSweeps(pool, config, logLine, [['missing workflows', () => startMissingWorkflows(pool, config, temporal)]]);
+  const app = createApiServer(deps, apiEndpoints, options);
+  registerHttpMetrics(app, apiEndpoints, options.logger);
+  const unobserve = observeQueueDatabase(config.databaseUrl, pool);
   registerUi(app, config);
+  const stopper = gracefulStopper(app.server);
   return {
     app,
     deps,
@@ -44,20 +68,15 @@ export async function buildApi(config: Config, options: ApiServerOptions = {}): 
       return app.listen({ port: config.port, host: config.host });
     },
     async close() {
-      // Stopping the waiter answers every long-polling claimWork at once. A connection whose request is
-      // answered while closing would then stay open for node's keep-alive (~72 s) and server.close() would
-      // wait for it: close connections as they become idle, and whatever is left after a grace period.
-      await claimWaiter.stop();
+      // Stopping the waiter answers every long-polling claimWork at once (with what it claimed, if anything);
+      // the stopper lets every request in flight finish and closes each connection without cutting one.
+      unobserve();
+      await stopper.stop(() => claimWaiter.stop());
+      await app.close();
       await sweeps.stop();
-      const idle = setInterval(() => app.server.closeIdleConnections(), 100);
-      const force = setTimeout(() => app.server.closeAllConnections(), 5000);
-      try {
-        await app.close();
-      } finally {
-        clearInterval(idle);
-        clearTimeout(force);
-      }
       await groupAnnouncer.stop();
+      await workers.stop();
+      await roles.stop();
       await temporal.close();
       await pool.end();
     },

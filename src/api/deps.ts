@@ -4,6 +4,8 @@ import type { ClientRecord, ClientStore } from '../auth/authenticate.js';
 import type { LazyTemporalClient } from '../temporal/connection.js';
 import type { ClaimWaiter } from '../queue/claimWaiter.js';
 import type { GroupAnnouncer } from '../queue/groupAnnouncer.js';
+import type { RoleCache } from '../auth/roleStore.js';
+import type { WorkerRecorder } from '../queue/workers.js';
 
 /**
  * What endpoint handlers may use. Built once per API process (src/api/server.ts) and passed
@@ -21,4 +23,8 @@ export interface ApiDeps {
   claimWaiter: ClaimWaiter;
   /** Announces task groups whose last task a report resolved. */
   groupAnnouncer: GroupAnnouncer;
+  /** The roles every request's scopes are expanded with. */
+  roles: RoleCache;
+  /** Records the task queues and workers claimWork sees, in batches. */
+  workers: WorkerRecorder;
 }

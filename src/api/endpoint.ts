@@ -1,7 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthContext } from '../auth/authenticate.js';
 import type { ScopeExpression } from '../auth/scopes.js';
+import type { Config } from '../config.js';
 import type { ApiDeps } from './deps.js';
+import type { ConcurrencyClass } from './concurrency.js';
+import { ROUTE_PARAMS } from './patterns.js';
 
 export type JsonSchema = Record<string, unknown>;
 export type HttpMethod = 'get' | 'put' | 'post' | 'delete';
@@ -63,14 +66,40 @@ export interface Endpoint<Body = any> {
   scopes?: ScopeExpression;
   input?: JsonSchema;
   output?: JsonSchema;
-  /** Bodies over this size (bytes) get 413 InputTooLarge; default 10 MiB. */
-  bodyLimit?: number;
-  /** Accept any content type and leave the raw body to the handler (artifact upload). */
+  /**
+   * Bodies over this size (bytes) get 413 InputTooLarge, before more is read. Defaults (src/api/bodyLimits.ts):
+   * 64 KiB with an `input`, 1 KiB without; an endpoint that needs more says why next to its number.
+   */
+  bodyLimit?: number | ((config: Config) => number);
+  /**
+   * Accept any content type and hand the handler the body as a stream (`ctx.body`, undefined when there is
+   * none), never buffered by the framework (artifact upload). The handler enforces its own size limit.
+   */
   rawBody?: boolean;
+  /**
+   * Checks that need only the URL, run before a byte of the body is read (a signed upload URL's signature and
+   * expiry). Throw a TgsError to refuse.
+   */
+  beforeBody?(ctx: { params: Record<string, string>; query: Record<string, string | undefined>; deps: ApiDeps; request: FastifyRequest }): void;
+  /**
+   * Requests the handler serves without scopes although `scopes` is declared (public artifacts): the framework
+   * does not refuse anonymous callers of these before the handler runs.
+   */
+  isPublic?(params: Record<string, string>): boolean;
+  /** A per-process cap on requests in flight for expensive reads (src/api/concurrency.ts); beyond it 429. */
+  concurrency?: ConcurrencyClass;
   handler(ctx: EndpointContext<Body>): Promise<unknown>;
 }
 
 /** Helper that keeps the body type. */
+/**
+ * An endpoint, with a pattern for every route parameter that src/api/patterns.ts' ROUTE_PARAMS names and the
+ * declaration does not override.
+ */
 export function declare<Body = any>(endpoint: Endpoint<Body>): Endpoint<Body> {
-  return endpoint;
+  const params: Record<string, RegExp> = {};
+  for (const route of [endpoint.route, ...(endpoint.aliases ?? [])]) {
+    for (const [, name] of route.matchAll(/<([A-Za-z]+)\*?>/g)) if (ROUTE_PARAMS[name]) params[name] = ROUTE_PARAMS[name];
+  }
+  return { ...endpoint, params: { ...params, ...endpoint.params } };
 }

@@ -1,24 +1,37 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { TgsError } from '../errors.js';
-import { createAuthenticator, type AuthContext } from '../auth/authenticate.js';
+import { createAuthenticator, type Authenticated } from '../auth/authenticate.js';
+import { requireScopes } from '../auth/requireScopes.js';
 import {
   expressionSatisfied,
-  formatExpression,
+  knownPart,
   renderExpression,
+  unsatisfiablePart,
   templateParameters,
-  unsatisfiedPart,
   type ScopeExpression,
 } from '../auth/scopes.js';
 import type { ApiDeps } from './deps.js';
 import { RawReply, type Endpoint, type EndpointContext } from './endpoint.js';
-import { compile, describeErrors, validateInput } from './validate.js';
+import { compile, describeErrors, unstorableString, validateInput } from './validate.js';
 import { openApiDocument } from './openapi.js';
+import { DEFAULT_BODY_LIMIT, NO_INPUT_BODY_LIMIT, SERVER_BODY_LIMIT } from './bodyLimits.js';
+import { concurrencyLimits, RETRY_AFTER_SECONDS } from './concurrency.js';
 
-const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024;
+/** What the onRequest hook established before the body was read. */
+interface Admitted {
+  params: Record<string, string>;
+  query: Record<string, string | undefined>;
+  authenticated: Authenticated;
+  /** The declared scopes were checked in full (they mention only route parameters). */
+  authorized: boolean;
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
     rawBody?: string;
+    admitted?: Admitted;
   }
 }
 
@@ -29,14 +42,28 @@ export function fastifyPath(route: string): string {
 
 const wildcardParam = (route: string) => /<([a-zA-Z]+)\*>$/.exec(route)?.[1];
 
+/**
+ * Error replies carry Taskcluster's `requestInfo.payload`, capped: a reply must never hand a large body back
+ * (or make the API serialize one twice). Raw bodies (artifact bytes) are never echoed.
+ */
+export const MAX_ECHOED_PAYLOAD_CHARS = 4096;
+
+function echoedPayload(body: unknown): unknown {
+  if (body === undefined || body === null) return {};
+  if (Buffer.isBuffer(body) || typeof (body as Readable).pipe === 'function') return {};
+  const text = JSON.stringify(body);
+  if (text.length <= MAX_ECHOED_PAYLOAD_CHARS) return body;
+  return `${text.slice(0, MAX_ECHOED_PAYLOAD_CHARS)}... (truncated: ${text.length} characters)`;
+}
+
 function errorBody(err: TgsError, request: FastifyRequest, endpoint?: Endpoint) {
   return {
     code: err.code,
     message: err.message,
     requestInfo: {
       method: endpoint?.name ?? request.method,
-      params: request.params ?? {},
-      payload: request.body ?? {},
+      params: request.admitted?.params ?? request.params ?? {},
+      payload: echoedPayload(request.body),
       time: new Date().toISOString(),
     },
     ...(err.details ? { details: err.details } : {}),
@@ -51,119 +78,201 @@ function toTgsError(err: unknown): TgsError {
     return new TgsError('InputError', 'Unsupported Content-Type: send application/json');
   }
   if (e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return new TgsError('InputError', 'The JSON body is empty');
+  if (e.code === 'FST_ERR_BAD_URL') return new TgsError('InputError', 'The URL has an invalid %-escape');
   if (e.statusCode === 404) return new TgsError('ResourceNotFound', e.message ?? 'Not found');
+  if (e.statusCode === 400) return new TgsError('InputError', e.message ?? 'Bad request');
   return new TgsError('InternalServerError', 'Internal server error');
 }
+
+/**
+ * How long a connection may go on sending the body of a refused request. Node discards (never stores) such a
+ * body after the reply so the connection can be reused; closing at once instead would reset the connection
+ * and clients still sending would lose the reply. Past this the connection is closed.
+ */
+const REFUSED_BODY_LINGER_MS = 5000;
+
+function lingerRefusedBody(request: FastifyRequest, reply: FastifyReply): void {
+  const socket = request.raw.socket as typeof request.raw.socket | null;
+  if (!socket) return;
+  reply.raw.once('finish', () => {
+    const timer = setTimeout(() => socket.destroy(), REFUSED_BODY_LINGER_MS);
+    timer.unref();
+    request.raw.once('end', () => clearTimeout(timer));
+    socket.once('close', () => clearTimeout(timer));
+  });
+}
+
+const loggedServers = new WeakSet<FastifyInstance>();
+
+/** Sends a TgsError; a refusal before the body was read never reads it (see lingerRefusedBody). */
+function sendError(reply: FastifyReply, request: FastifyRequest, err: unknown, endpoint?: Endpoint): FastifyReply {
+  const tgsError = toTgsError(err);
+  if (tgsError.code === 'InternalServerError') {
+    const where = endpoint?.name ?? `${request.method} ${request.url}`;
+    // With a process logger (src/log.ts) fastify's request.log is it; without one (tests) stderr.
+    if (loggedServers.has(request.server)) request.log.error({ err, method: where }, 'internal error');
+    else console.error(`internal error in ${where}:`, err);
+  }
+  if (tgsError.code === 'TooManyRequests') void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+  if (!request.raw.complete && hasBody(request)) lingerRefusedBody(request, reply);
+  return reply.status(tgsError.status).header('content-type', 'application/json').send(errorBody(tgsError, request, endpoint));
+}
+
+const hasBody = (request: FastifyRequest) =>
+  request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+
+/** Throws 401 (anonymous) or 403 (authenticated) when the caller's scopes do not satisfy `expr`. */
+const checkScopes = (auth: Authenticated['auth'], expr: ScopeExpression) => requireScopes(auth.clientId, auth.scopes, expr);
 
 export interface ApiServerOptions {
   /** Validate handlers' output against their schemas (tests turn this on). */
   validateOutput?: boolean;
-  logger?: boolean;
+  /**
+   * A pino logger (src/log.ts): request lines carry `reqId` (a fresh UUID per request);
+   * src/observability/httpMetrics.ts logs each request. Absent: no request logging (tests).
+   */
+  logger?: FastifyBaseLogger;
 }
 
 export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: ApiServerOptions = {}): FastifyInstance {
   const app = Fastify({
-    logger: options.logger ?? false,
-    bodyLimit: 64 * 1024 * 1024,
+    ...(options.logger ? { loggerInstance: options.logger, disableRequestLogging: true, genReqId: () => randomUUID() } : { logger: false }),
+    // Every endpoint sets its own limit (src/api/bodyLimits.ts); this one covers the UI and unknown paths.
+    bodyLimit: SERVER_BODY_LIMIT,
     // Taskcluster's slugids and artifact names may contain characters fastify would otherwise reject.
     routerOptions: { maxParamLength: 1024 },
+    // A bad %-escape in the path (FST_ERR_BAD_URL) is the client's mistake, answered in Taskcluster's shape.
+    frameworkErrors: (err, request, reply) => {
+      void sendError(reply, request, err);
+    },
   });
-  const authenticate = createAuthenticator(deps.clients);
+  if (options.logger) loggedServers.add(app);
+  const authenticate = createAuthenticator(deps.clients, { rootUrl: () => deps.config.rootUrl, expand: (scopes) => deps.roles.expand(scopes) });
+  const limits = concurrencyLimits(deps.config);
 
-  // JSON bodies keep their raw text so a Hawk payload hash can be checked; raw-body routes (artifact
-  // uploads) get the bytes whatever the content type.
+  // JSON bodies keep their raw text so a Hawk payload hash can be checked.
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    if ((request.routeOptions.config as { rawBody?: boolean } | undefined)?.rawBody) return done(null, body);
     const text = (body as Buffer).toString('utf8');
     request.rawBody = text;
     if (text.trim() === '') return done(null, undefined);
     try {
       done(null, JSON.parse(text));
     } catch (err) {
-      done(new TgsError('InputError', `Malformed JSON body: ${(err as Error).message}`), undefined);
+      done(new TgsError('InputError', `Malformed JSON body: ${(err as Error).message.slice(0, 200)}`), undefined);
     }
   });
-  // Anything else (artifact uploads) arrives as a Buffer, text included (fastify's own text/plain parser would
-  // decode it); endpoints that do not want it reject it.
+  // Any other content type is refused without reading it: only raw-body endpoints (registered below with
+  // their own parser) take one.
   app.removeContentTypeParser('text/plain');
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+  app.addContentTypeParser('*', (_request, _payload, done) => done(new TgsError('InputError', 'Send the body as application/json'), undefined));
 
-  app.setErrorHandler((err, request, reply) => {
-    const tgsError = toTgsError(err);
-    if (tgsError.code === 'InternalServerError') request.log.error(err);
-    if (tgsError.code === 'InternalServerError' && !(err instanceof TgsError)) {
-      console.error(`internal error on ${request.method} ${request.url}:`, err);
-    }
-    void reply.status(tgsError.status).header('content-type', 'application/json').send(errorBody(tgsError, request));
-  });
+  app.setErrorHandler((err, request, reply) => sendError(reply, request, err));
   app.setNotFoundHandler((request, reply) => {
     const err = new TgsError('ResourceNotFound', `No such endpoint: ${request.method} ${request.url.split('?')[0]}`);
-    void reply.status(404).send(errorBody(err, request));
+    return sendError(reply, request, err);
   });
 
+  const routes: Array<{ endpoint: Endpoint; route: Parameters<FastifyInstance['route']>[0] }> = [];
   for (const endpoint of endpoints) {
     const base = `/api/${endpoint.service}/v1`;
     const declaredParams = templateParameters(endpoint.scopes ?? { AllOf: [] });
     const routeParams = new Set([...endpoint.route.matchAll(/<([a-zA-Z]+)>/g)].map((m) => m[1]));
     const autoAuthorize = endpoint.scopes !== undefined && [...declaredParams].every((p) => routeParams.has(p));
-    const wildcard = wildcardParam(endpoint.route);
+    // What can be checked before the body is read: the declared scopes in full, or the conjuncts that need
+    // only route parameters (createTaskGraph's scheduler:create-task-graph); anonymous callers of an endpoint
+    // whose scopes the `anonymous` role cannot satisfy for any parameters are refused as well.
+    const earlyPartOf = (route: string) => {
+      if (endpoint.scopes === undefined || autoAuthorize) return undefined;
+      const wildcardName = wildcardParam(route);
+      const pathParams = new Set([...route.matchAll(/<([a-zA-Z]+)>/g)].map((m) => m[1]));
+      if (wildcardName) pathParams.add(wildcardName);
+      return knownPart(endpoint.scopes, pathParams);
+    };
     const outputValidator = endpoint.output && options.validateOutput ? compile(endpoint.output) : undefined;
+    const limit = endpoint.concurrency ? limits[endpoint.concurrency] : undefined;
+
+    /** Everything that needs no body: parameters, query, Hawk header or bewit, scopes, limits. */
+    const admit = (route: string) => {
+      const wildcard = wildcardParam(route);
+      const earlyPart = earlyPartOf(route);
+      return async (request: FastifyRequest, reply: FastifyReply) => {
+        try {
+          const params = { ...(request.params as Record<string, string>) };
+          if (wildcard !== undefined && params['*'] !== undefined) {
+            params[wildcard] = params['*'];
+            delete params['*'];
+          }
+          for (const [name, value] of Object.entries(params)) {
+            // Parameters without a strict pattern (artifact names, labels) reach SQL: NUL would be a 500 there.
+            const why = unstorableString(value);
+            if (why) throw new TgsError('InputError', `Invalid ${name}: it ${why}`);
+          }
+          for (const [name, pattern] of Object.entries(endpoint.params ?? {})) {
+            if (params[name] !== undefined && !pattern.test(params[name])) {
+              throw new TgsError('InputError', `Invalid ${name} ${JSON.stringify(params[name])}: must match ${pattern}`);
+            }
+          }
+          const query = (request.query ?? {}) as Record<string, string | undefined>;
+          for (const [name, value] of Object.entries(query)) {
+            if (name === 'bewit') continue;
+            // own properties only: `?__proto__=` or `?constructor=` must not find Object.prototype's members
+            const pattern = endpoint.query && Object.hasOwn(endpoint.query, name) ? endpoint.query[name] : undefined;
+            if (!pattern) throw new TgsError('InputError', `Unknown query parameter ${name}`);
+            if (typeof value !== 'string' || !pattern.test(value)) {
+              throw new TgsError('InputError', `Invalid query parameter ${name}=${JSON.stringify(value)}: must match ${pattern}`);
+            }
+          }
+          const authenticated = await authenticate({
+            method: request.method,
+            url: request.url,
+            host: request.headers.host ?? '',
+            authorization: request.headers.authorization,
+            contentType: request.headers['content-type'] ?? '',
+          });
+          const { auth } = authenticated;
+          let authorized = false;
+          if (autoAuthorize) {
+            checkScopes(auth, renderExpression(endpoint.scopes as ScopeExpression, params));
+            authorized = true;
+          } else if (endpoint.scopes !== undefined && !endpoint.isPublic?.(params)) {
+            if (earlyPart) checkScopes(auth, renderExpression(earlyPart, params));
+            // An anonymous caller holds the `anonymous` role (never an empty set): when that role could grant
+            // the endpoint for some parameters the handler's full check decides.
+            const refused = auth.clientId === undefined ? unsatisfiablePart(auth.scopes, endpoint.scopes) : undefined;
+            if (refused) checkScopes(auth, refused);
+          }
+          endpoint.beforeBody?.({ params, query, deps, request });
+          if (limit) {
+            const release = limit.acquire();
+            reply.raw.once('close', release);
+          }
+          request.admitted = { params, query, authenticated, authorized };
+        } catch (err) {
+          return sendError(reply, request, err, endpoint);
+        }
+      };
+    };
 
     const handle = async (request: FastifyRequest, reply: FastifyReply) => {
       try {
-        const params = { ...(request.params as Record<string, string>) };
-        if (wildcard !== undefined && params['*'] !== undefined) {
-          params[wildcard] = params['*'];
-          delete params['*'];
-        }
-        for (const [name, pattern] of Object.entries(endpoint.params ?? {})) {
-          if (params[name] !== undefined && !pattern.test(params[name])) {
-            throw new TgsError('InputError', `Invalid ${name} ${JSON.stringify(params[name])}: must match ${pattern}`);
-          }
-        }
-        const query = (request.query ?? {}) as Record<string, string | undefined>;
-        for (const [name, value] of Object.entries(query)) {
-          if (name === 'bewit') continue;
-          const pattern = endpoint.query?.[name];
-          if (!pattern) throw new TgsError('InputError', `Unknown query parameter ${name}`);
-          if (typeof value !== 'string' || !pattern.test(value)) {
-            throw new TgsError('InputError', `Invalid query parameter ${name}=${JSON.stringify(value)}: must match ${pattern}`);
-          }
-        }
+        const { params, query, authenticated } = request.admitted as Admitted;
+        let authorized = endpoint.scopes === undefined || (request.admitted as Admitted).authorized;
         let body: unknown = request.body;
         if (endpoint.rawBody) {
-          // left to the handler
-        } else if (endpoint.input) {
-          if (Buffer.isBuffer(body)) throw new TgsError('InputError', 'Send the body as application/json');
-          // A missing body validates as {} so optional-only inputs (rerun options) need none.
-          body = validateInput(endpoint.input, body ?? {});
-        } else if (body !== undefined && !(Buffer.isBuffer(body) && body.length === 0)) {
-          throw new TgsError('InputError', 'This endpoint takes no body');
-        }
-
-        const auth: AuthContext = await authenticate({
-          method: request.method,
-          url: request.url,
-          host: request.headers.host ?? '',
-          authorization: request.headers.authorization,
-          contentType: request.headers['content-type'] ?? '',
-          rawBody: request.rawBody,
-        });
-        // Checked: a 100,000-task graph's body text (35 MB) need not live as long as the request does.
-        request.rawBody = undefined;
-        let authorized = endpoint.scopes === undefined;
-        const check = (expr: ScopeExpression) => {
-          if (!expressionSatisfied(auth.scopes, expr)) {
-            const missing = unsatisfiedPart(auth.scopes, expr) ?? expr;
-            throw new TgsError(
-              auth.clientId === undefined ? 'AuthenticationFailed' : 'InsufficientScopes',
-              auth.clientId === undefined
-                ? `This request needs credentials with scopes: ${formatExpression(missing)}`
-                : `Client ${auth.clientId} lacks scopes: ${formatExpression(missing)}`,
-              { required: missing },
-            );
+          // A stream, left to the handler. Its bytes are authorized by the handler (a signed URL), not by a
+          // Hawk payload hash.
+        } else {
+          authenticated.verifyPayload(request.rawBody);
+          // Checked: a 100,000-task graph's body text (35 MB) need not live as long as the request does.
+          request.rawBody = undefined;
+          if (endpoint.input) {
+            // A missing body validates as {} so optional-only inputs (rerun options) need none.
+            body = validateInput(endpoint.input, body ?? {});
+          } else if (body !== undefined) {
+            throw new TgsError('InputError', 'This endpoint takes no body');
           }
-        };
+        }
+        const { auth } = authenticated;
         const ctx: EndpointContext = {
           params,
           query,
@@ -174,16 +283,15 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
           reply,
           satisfies: (expr) => expressionSatisfied(auth.scopes, expr),
           authorizeExpression: (expr) => {
-            check(expr);
+            checkScopes(auth, expr);
             authorized = true;
           },
           authorize: (extra = {}) => {
             if (endpoint.scopes === undefined) throw new Error(`${endpoint.name} declares no scopes`);
-            check(renderExpression(endpoint.scopes, { ...params, ...extra }));
+            checkScopes(auth, renderExpression(endpoint.scopes, { ...params, ...extra }));
             authorized = true;
           },
         };
-        if (autoAuthorize) ctx.authorize();
         const result = await endpoint.handler(ctx);
         if (!authorized) throw new Error(`${endpoint.name} returned without checking its scopes`);
         if (result instanceof RawReply) {
@@ -195,22 +303,35 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
         }
         return reply.status(200).header('content-type', 'application/json').send(result ?? {});
       } catch (err) {
-        const tgsError = toTgsError(err);
-        if (tgsError.code === 'InternalServerError') console.error(`internal error in ${endpoint.name}:`, err);
-        return reply.status(tgsError.status).header('content-type', 'application/json').send(errorBody(tgsError, request, endpoint));
+        return sendError(reply, request, err, endpoint);
       }
     };
 
+    const bodyLimit =
+      typeof endpoint.bodyLimit === 'function'
+        ? endpoint.bodyLimit(deps.config)
+        : (endpoint.bodyLimit ?? (endpoint.input ? DEFAULT_BODY_LIMIT : NO_INPUT_BODY_LIMIT));
     for (const route of [endpoint.route, ...(endpoint.aliases ?? [])]) {
-      app.route({
-        method: endpoint.method.toUpperCase() as 'GET',
-        url: base + fastifyPath(route),
-        bodyLimit: endpoint.rawBody ? deps.config.maxArtifactBytes : (endpoint.bodyLimit ?? DEFAULT_BODY_LIMIT),
-        config: { rawBody: endpoint.rawBody === true },
-        handler: handle,
+      routes.push({
+        endpoint,
+        route: {
+          method: endpoint.method.toUpperCase() as 'GET',
+          url: base + fastifyPath(route),
+          bodyLimit,
+          onRequest: admit(route),
+          handler: handle,
+        },
       });
     }
   }
+  for (const { endpoint, route } of routes) if (!endpoint.rawBody) app.route(route);
+  // Raw-body endpoints (artifact uploads) get the request stream itself, whatever the content type: their own
+  // context has a single parser that reads nothing.
+  void app.register(async (raw) => {
+    raw.removeAllContentTypeParsers();
+    raw.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
+    for (const { endpoint, route } of routes) if (endpoint.rawBody) raw.route(route);
+  });
 
   const services = [...new Set(endpoints.map((e) => e.service))];
   for (const service of services) {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Config } from '../config.js';
+import { TgsError } from '../errors.js';
 
 /** Where `npm run build` puts the graph explorer (from src/api or dist/api alike: two levels below the root). */
 export const defaultUiDir = fileURLToPath(new URL('../../dist/ui/', import.meta.url));
@@ -21,6 +22,28 @@ const CONTENT_TYPES: Record<string, string> = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
+/**
+ * The UI's pages and files. Everything the built UI loads is its own (module scripts, the layout Web Worker, its
+ * stylesheet; `style` props are set through the CSSOM, which CSP does not restrict; WebGL needs no directive), the
+ * favicon is `data:,`, and it only talks to this origin's APIs. `frame-ancestors 'none'` (and X-Frame-Options for
+ * older browsers): no other site can frame the UI and trick a signed-in user into clicking its buttons.
+ * Artifacts served on this origin get their own, stricter headers (src/queue/api/artifacts/serving.ts).
+ */
+export const UI_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "worker-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const UI_HEADERS = { 'content-security-policy': UI_CSP, 'x-frame-options': 'DENY', 'x-content-type-options': 'nosniff' };
+
 /** What the page needs to know about this deployment, put into index.html. */
 export interface UiSettings {
   /** The Temporal Web UI, for the link to a graph's workflow. */
@@ -32,8 +55,8 @@ export interface UiSettings {
  * The Temporal Web UI's address: TGS_TEMPORAL_UI_URL, else the dev server's default (its frontend port + 1000,
  * which is what `temporal server start-dev` and `tgs dev` use).
  */
-export function uiSettings(config: Config, env: NodeJS.ProcessEnv = process.env): UiSettings {
-  let temporalUiUrl = env.TGS_TEMPORAL_UI_URL ?? '';
+export function uiSettings(config: Config): UiSettings {
+  let temporalUiUrl = config.temporalUiUrl;
   if (!temporalUiUrl) {
     const m = /^(?:[a-z]+:\/\/)?([^:/]+):([0-9]+)$/.exec(config.temporalAddress);
     temporalUiUrl = m ? `http://${m[1]}:${Number(m[2]) + 1000}` : '';
@@ -41,11 +64,20 @@ export function uiSettings(config: Config, env: NodeJS.ProcessEnv = process.env)
   return { temporalUiUrl: temporalUiUrl.replace(/\/+$/, ''), temporalNamespace: config.temporalNamespace };
 }
 
+/** A bad %-escape in a UI path is the client's mistake: 400, not 500. */
+function decodeUiPath(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new TgsError('InputError', 'The UI path has an invalid %-escape');
+  }
+}
+
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 function notBuiltPage(uiDir: string): string {
   return `<!doctype html><html><head><meta charset="utf-8"><title>tgs: the UI is not built</title></head>
-<body style="font-family: sans-serif; max-width: 40em; margin: 3em auto">
+<body>
 <h1>The graph explorer is not built</h1>
 <p>This API serves the web UI from <code>${escapeHtml(uiDir)}</code>, which has no <code>index.html</code>.</p>
 <p>Build it, then reload this page:</p>
@@ -89,7 +121,8 @@ export function registerUi(app: FastifyInstance, config: Config, uiDir = default
   app.get('/', async (_request, reply) => reply.redirect(`${prefix}/ui/`, 302));
   app.get('/ui', async (_request, reply) => reply.redirect(`${prefix}/ui/`, 301));
   app.get('/ui/*', async (request, reply) => {
-    const rest = decodeURIComponent((request.params as { '*': string })['*'] ?? '');
+    reply.headers(UI_HEADERS);
+    const rest = decodeUiPath((request.params as { '*': string })['*'] ?? '');
     const ext = path.extname(rest);
     const file = path.resolve(uiDir, rest);
     // Only plain files inside uiDir; anything else is a client route.

@@ -1,5 +1,8 @@
+import { timingSafeEqual } from 'node:crypto';
 import hawk from 'hawk';
 import { TgsError } from '../errors.js';
+import { ISSUER_CLIENT_ID } from './clients.js';
+import { NonceCache } from './nonceCache.js';
 import { scopeSatisfied } from './scopes.js';
 import { certificateSignature, temporaryAccessToken, type Certificate } from './temporaryCredentials.js';
 
@@ -8,6 +11,10 @@ export interface ClientRecord {
   accessToken: string;
   scopes: string[];
   expires?: Date;
+  /** A disabled client cannot authenticate (auth API disableClient). */
+  disabled?: boolean;
+  /** The roles generation read with the record, when it was read from Postgres. */
+  rolesGeneration?: number;
 }
 
 export interface ClientStore {
@@ -24,11 +31,19 @@ export interface RequestForAuth {
   method: string;
   /** Path and query as received, e.g. `/api/queue/v1/task/abc?bewit=...`. */
   url: string;
+  /** The Host header: used only when the root URL is a loopback address (see `signedHosts`). */
   host: string;
   authorization: string | undefined;
   contentType: string;
-  /** The raw body, to verify a payload hash when the client sent one. */
-  rawBody: string | undefined;
+}
+
+/**
+ * A request whose Authorization header (or bewit) checked out, before its body was read. The body is
+ * checked against the header's payload hash (when the client sent one) by `verifyPayload` once it is read.
+ */
+export interface Authenticated {
+  auth: AuthContext;
+  verifyPayload(rawBody: string | undefined): void;
 }
 
 // Taskcluster accepts requests whose timestamp is within 15 minutes of the server's clock.
@@ -38,28 +53,6 @@ const CERTIFICATE_DRIFT_MS = 5 * 60 * 1000;
 const MAX_CERTIFICATE_LIFETIME_MS = 31 * 24 * 60 * 60 * 1000;
 
 const authFailed = (message: string) => new TgsError('AuthenticationFailed', message);
-
-/**
- * Remembers nonces for the skew window so a replayed request is refused. Per process: a replay
- * sent to another API process is not caught (Taskcluster has the same property).
- */
-export class NonceCache {
-  private readonly seen = new Map<string, number>();
-  private lastPrune = Date.now();
-
-  check(key: string, nonce: string, ts: string): void {
-    const now = Date.now();
-    if (now - this.lastPrune > 60_000) this.prune(now);
-    const id = `${key}\n${nonce}\n${ts}`;
-    if (this.seen.has(id)) throw new Error('replayed nonce');
-    this.seen.set(id, now + 2 * TIMESTAMP_SKEW_SECONDS * 1000);
-  }
-
-  private prune(now: number): void {
-    this.lastPrune = now;
-    for (const [id, expiry] of this.seen) if (expiry < now) this.seen.delete(id);
-  }
-}
 
 interface ExtContent {
   certificate?: Certificate | string;
@@ -107,9 +100,13 @@ async function resolveCredentials(store: ClientStore, id: string, ext: ExtConten
   const usable = (client: ClientRecord | undefined, what: string): ClientRecord => {
     if (!client) throw authFailed(`${what} is not a known client`);
     if (client.expires instanceof Date && client.expires.getTime() < now) throw authFailed(`${what} has expired`);
+    if (client.disabled) throw authFailed(`${what} is disabled`);
     return client;
   };
   if (!ext.certificate) {
+    // The issuer's token signs temporary credentials and artifact URLs; a leak of one request signed with it
+    // would be a leak of everything, so it is never used to sign requests (only certificates).
+    if (id === ISSUER_CLIENT_ID) throw authFailed(`${ISSUER_CLIENT_ID} only issues credentials: it cannot authenticate requests itself`);
     const client = usable(await store.get(id), `clientId ${id}`);
     return { key: client.accessToken, scopes: client.scopes };
   }
@@ -117,8 +114,9 @@ async function resolveCredentials(store: ClientStore, id: string, ext: ExtConten
   if (cert.issuer !== undefined && cert.issuer === id) throw authFailed('a certificate issuer must differ from its clientId');
   const issuerId = cert.issuer ?? id;
   const issuer = usable(await store.get(issuerId), `certificate issuer ${issuerId}`);
-  const expected = certificateSignature(issuer.accessToken, cert, id);
-  if (expected !== cert.signature) throw authFailed('ext.certificate has an invalid signature');
+  if (!sameSecret(certificateSignature(issuer.accessToken, cert, id), cert.signature)) {
+    throw authFailed('ext.certificate has an invalid signature');
+  }
   if (cert.start > now + CERTIFICATE_DRIFT_MS) throw authFailed('ext.certificate.start is in the future');
   if (cert.expiry < now - CERTIFICATE_DRIFT_MS) throw authFailed('ext.certificate has expired');
   if (cert.expiry - cert.start > MAX_CERTIFICATE_LIFETIME_MS) throw authFailed('ext.certificate lives longer than 31 days');
@@ -138,27 +136,68 @@ function applyAuthorizedScopes(scopes: string[], ext: ExtContent): string[] {
   return ext.authorizedScopes;
 }
 
-function bewitOf(url: string): string | undefined {
-  const match = /[?&]bewit=([^&]+)/.exec(url);
-  return match ? decodeURIComponent(match[1]) : undefined;
+/** Constant-time comparison of two secrets (or MACs); different lengths never match. */
+export function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
 }
 
-export function createAuthenticator(store: ClientStore, nonces = new NonceCache()) {
-  return async function authenticate(req: RequestForAuth): Promise<AuthContext> {
+function bewitOf(url: string): string | undefined {
+  const match = /[?&]bewit=([^&]+)/.exec(url);
+  if (!match) return undefined;
+  try {
+    return decodeURIComponent(match[1]);
+  } catch {
+    throw new TgsError('InputError', 'The bewit query parameter has an invalid %-escape');
+  }
+}
+
+const LOOPBACK = /^(127\.[0-9.]+|localhost|\[::1\])$/;
+
+/**
+ * The host and port a request must have been signed for. They come from the root URL, what clients are told
+ * to use: behind a TLS proxy the client signs `tgs.example.com:443` while the API sees another Host and port.
+ * When the root URL is a loopback address (development, tests) the Host header is tried as well, so a client
+ * that reached the API as `localhost` or `127.0.0.1` still authenticates; a deployment with a public root URL
+ * never trusts the Host header.
+ */
+function signedHosts(rootUrl: string, hostHeader: string): Array<[string, number]> {
+  const root = new URL(rootUrl);
+  const rootPort = root.port ? Number(root.port) : root.protocol === 'https:' ? 443 : 80;
+  const hosts: Array<[string, number]> = [[root.hostname, rootPort]];
+  if (LOOPBACK.test(root.hostname)) {
+    const match = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(hostHeader);
+    if (match && LOOPBACK.test(match[1])) {
+      const port = match[2] ? Number(match[2]) : 80;
+      if (match[1] !== root.hostname || port !== rootPort) hosts.push([match[1], port]);
+    }
+  }
+  return hosts;
+}
+
+export interface AuthenticatorOptions {
+  /** The deployment's root URL (read on every request: tests learn their port after listening). */
+  rootUrl: () => string;
+  nonces?: NonceCache;
+  /**
+   * Turns scopes into what they grant (roles, src/auth/roleStore.ts); the store's clients come already
+   * expanded, so a certificate's issuer is checked against its expanded scopes. Anonymous callers hold what
+   * the `anonymous` role grants.
+   */
+  expand?: (scopes: string[]) => Promise<string[]>;
+}
+
+export function createAuthenticator(store: ClientStore, options: AuthenticatorOptions) {
+  const nonces = options.nonces ?? new NonceCache(TIMESTAMP_SKEW_SECONDS);
+  const expand = options.expand ?? (async (scopes: string[]) => scopes);
+  return async function authenticate(req: RequestForAuth): Promise<Authenticated> {
     const bewit = bewitOf(req.url);
-    if (!req.authorization && !bewit) return { clientId: undefined, scopes: [] };
-    const [hostName, port] = splitHost(req.host);
-    const request = {
-      method: req.method,
-      url: req.url,
-      host: hostName,
-      port,
-      authorization: req.authorization,
-      contentType: req.contentType,
-    };
+    if (!req.authorization && !bewit) return { auth: { clientId: undefined, scopes: await expand([]) }, verifyPayload: () => undefined };
     let id: string | undefined;
     let ext: ExtContent;
     let resolved: { key: string; scopes: string[] };
+    let verifyPayload: Authenticated['verifyPayload'] = () => undefined;
     try {
       if (req.authorization) {
         const attributes = hawk.utils.parseAuthorizationHeader(req.authorization);
@@ -166,13 +205,21 @@ export function createAuthenticator(store: ClientStore, nonces = new NonceCache(
         if (!id) throw authFailed('the Hawk header has no id');
         ext = parseExt(attributes.ext);
         resolved = await resolveCredentials(store, id, ext);
-        const { credentials, artifacts } = await hawk.server.authenticate(
-          request,
-          () => ({ id: id as string, key: resolved.key, algorithm: 'sha256' }),
-          { timestampSkewSec: TIMESTAMP_SKEW_SECONDS, nonceFunc: (key, nonce, ts) => nonces.check(key, nonce, ts) },
+        const credentialsFunc = () => ({ id: id as string, key: resolved.key, algorithm: 'sha256' as const });
+        const { credentials, artifacts } = await tryHosts(signedHosts(options.rootUrl(), req.host), ([host, port]) =>
+          hawk.server.authenticate({ ...req, host, port }, credentialsFunc, {
+            timestampSkewSec: TIMESTAMP_SKEW_SECONDS,
+            nonceFunc: (key, nonce, ts) => nonces.check(key, nonce, ts),
+          }),
         );
         if (artifacts.hash) {
-          hawk.server.authenticatePayload(req.rawBody ?? '', credentials, artifacts, req.contentType);
+          verifyPayload = (rawBody) => {
+            try {
+              hawk.server.authenticatePayload(rawBody ?? '', credentials, artifacts, req.contentType);
+            } catch {
+              throw authFailed('Hawk authentication failed: the body does not match the payload hash of the Authorization header');
+            }
+          };
         }
       } else {
         const [bewitId, , , bewitExt] = Buffer.from(bewit as string, 'base64url').toString('utf8').split('\\');
@@ -180,21 +227,28 @@ export function createAuthenticator(store: ClientStore, nonces = new NonceCache(
         if (!id) throw authFailed('the bewit has no id');
         ext = parseExt(bewitExt);
         resolved = await resolveCredentials(store, id, ext);
-        await hawk.server.authenticateBewit(request, () => ({ id: id as string, key: resolved.key, algorithm: 'sha256' }), {
-          timestampSkewSec: TIMESTAMP_SKEW_SECONDS,
-        });
+        await tryHosts(signedHosts(options.rootUrl(), req.host), ([host, port]) =>
+          hawk.server.authenticateBewit({ ...req, host, port }, () => ({ id: id as string, key: resolved.key, algorithm: 'sha256' }), {
+            timestampSkewSec: TIMESTAMP_SKEW_SECONDS,
+          }),
+        );
       }
     } catch (err) {
       if (err instanceof TgsError) throw err;
       const message = (err as Error).message || 'authentication failed';
       throw authFailed(`Hawk authentication failed: ${message}. Check the clientId, accessToken and the clock.`);
     }
-    return { clientId: id, scopes: applyAuthorizedScopes(resolved.scopes, ext) };
+    return { auth: { clientId: id, scopes: await expand(applyAuthorizedScopes(await expand(resolved.scopes), ext)) }, verifyPayload };
   };
 }
 
-function splitHost(host: string): [string, number] {
-  const match = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(host);
-  if (!match) throw authFailed(`invalid Host header ${JSON.stringify(host)}`);
-  return [match[1], match[2] ? Number(match[2]) : 80];
+/** The first host a signature verifies for; a MAC mismatch moves on to the next, any other failure stops. */
+async function tryHosts<T>(hosts: Array<[string, number]>, verify: (host: [string, number]) => Promise<T>): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await verify(hosts[i]);
+    } catch (err) {
+      if (i + 1 >= hosts.length || !/^Bad mac$/.test((err as Error).message)) throw err;
+    }
+  }
 }

@@ -40,11 +40,13 @@ export function createClientStore(db: Queryable, rootAccessToken: string): Clien
         return rootAccessToken ? { clientId, accessToken: rootAccessToken, scopes: ['*'] } : undefined;
       }
       if (clientId === ISSUER_CLIENT_ID && issuer) return issuer;
-      const { rows } = await db.query<ClientRow>(
-        'SELECT client_id, access_token, scopes, expires FROM clients WHERE client_id = $1',
+      // The roles generation rides along (a one-row read, no extra round trip): a role change is seen by
+      // this client's request whatever process made it (src/auth/roleStore.ts).
+      const { rows } = await db.query<ClientRow & { disabled: boolean; roles_generation: number }>(
+        'SELECT client_id, access_token, scopes, expires, disabled, (SELECT generation FROM roles_generation) AS roles_generation FROM clients WHERE client_id = $1',
         [clientId],
       );
-      const record = rows[0] ? toRecord(rows[0]) : undefined;
+      const record = rows[0] ? { ...toRecord(rows[0]), disabled: rows[0].disabled, rolesGeneration: rows[0].roles_generation } : undefined;
       if (clientId === ISSUER_CLIENT_ID) issuer = record;
       return record;
     },
@@ -62,6 +64,24 @@ export async function ensureIssuerClient(db: Queryable): Promise<ClientRecord> {
   const { rows } = await db.query<ClientRow>(
     'SELECT client_id, access_token, scopes, expires FROM clients WHERE client_id = $1',
     [ISSUER_CLIENT_ID],
+  );
+  return toRecord(rows[0]);
+}
+
+/**
+ * Creates or updates a `static/` client the deployment itself manages (tgs dev's workers): its scopes and
+ * description become these; its token is kept, so every process sharing the database (two tgs dev on one Postgres)
+ * gets the same working credentials.
+ */
+export async function ensureStaticClient(db: Queryable, clientId: string, scopes: string[], description: string): Promise<ClientRecord> {
+  if (!isStaticClientId(clientId)) throw new Error(`ensureStaticClient: ${clientId} is not a static/ client`);
+  const { rows } = await db.query<ClientRow>(
+    `INSERT INTO clients (client_id, access_token, scopes, description, expires)
+     VALUES ($1, $2, $3, $4, '9999-12-31')
+     ON CONFLICT (client_id) DO UPDATE SET scopes = EXCLUDED.scopes, description = EXCLUDED.description, expires = EXCLUDED.expires,
+       last_modified = CASE WHEN clients.scopes = EXCLUDED.scopes THEN clients.last_modified ELSE now() END
+     RETURNING client_id, access_token, scopes, expires`,
+    [clientId, generateAccessToken(), scopes, description],
   );
   return toRecord(rows[0]);
 }
@@ -98,10 +118,11 @@ interface FullClientRow extends ClientRow {
   last_rotated: Date;
   last_date_used: Date | null;
   delete_on_expiration: boolean;
+  disabled: boolean;
 }
 
 const FULL_COLUMNS =
-  'client_id, access_token, scopes, expires, description, created, last_modified, last_rotated, last_date_used, delete_on_expiration';
+  'client_id, access_token, scopes, expires, description, created, last_modified, last_rotated, last_date_used, delete_on_expiration, disabled';
 
 function toInfo(row: FullClientRow): ClientInfo {
   return {
@@ -115,10 +136,9 @@ function toInfo(row: FullClientRow): ClientInfo {
     lastRotated: row.last_rotated.toISOString(),
     deleteOnExpiration: row.delete_on_expiration,
     scopes: row.scopes,
-    // tgs has no roles, so a client's scopes expand to themselves.
+    // the auth API fills in the expansion through the roles (src/auth/api/clients.ts)
     expandedScopes: row.scopes,
-    // tgs never disables clients (Taskcluster's identity providers do).
-    disabled: false,
+    disabled: row.disabled,
   };
 }
 
@@ -199,4 +219,13 @@ export async function listClients(db: Queryable, options: { prefix?: string; aft
 export async function deleteExpiredClients(db: Queryable): Promise<number> {
   const { rowCount } = await db.query('DELETE FROM clients WHERE delete_on_expiration AND expires < now()');
   return rowCount ?? 0;
+}
+
+/** enableClient / disableClient; undefined when there is no such client. */
+export async function setClientDisabled(db: Queryable, clientId: string, disabled: boolean): Promise<ClientInfo | undefined> {
+  const { rows } = await db.query<FullClientRow>(
+    `UPDATE clients SET disabled = $2, last_modified = now() WHERE client_id = $1 RETURNING ${FULL_COLUMNS}`,
+    [clientId, disabled],
+  );
+  return rows[0] ? toInfo(rows[0]) : undefined;
 }

@@ -75,7 +75,61 @@ export function formatExpression(expr: ScopeExpression): string {
   return `each ${expr.each} for ${expr.for} in ${expr.in}`;
 }
 
-/** A valid scope: printable ASCII, no more than one trailing `*` (seed 001). */
+/** A valid scope: printable ASCII, no more than one trailing `*` (Taskcluster's rule). */
 export function isValidScope(scope: string): boolean {
   return /^[\x20-\x7e]*$/.test(scope) && !/\*\*$/.test(scope);
+}
+
+/**
+ * The part of a template that mentions only `known` parameters (the route's), checkable before the body is
+ * read: the conjuncts of an AllOf that need no body field, or the whole expression. undefined when none.
+ */
+export function knownPart(expr: ScopeExpression, known: ReadonlySet<string>): ScopeExpression | undefined {
+  if (typeof expr === 'string' || 'AnyOf' in expr) {
+    return [...templateParameters(expr)].every((p) => known.has(p)) ? expr : undefined;
+  }
+  if ('AllOf' in expr) {
+    const parts = expr.AllOf.map((e) => knownPart(e, known)).filter((e) => e !== undefined);
+    return parts.length > 0 ? { AllOf: parts } : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * The part of a template `have` cannot satisfy for any parameters (a `<param>` may be any text), or undefined
+ * when some parameters might satisfy it: an anonymous caller holds what the `anonymous` role grants, so
+ * whether it is refused before the body depends on that role. A `for ... in` array may be empty, so anyone
+ * may satisfy it. Errs towards undefined: a caller let through meets the handler's full check. The part is
+ * made of templates only (no `for ... in`), so it can be checked, and named in the 401, unrendered.
+ */
+export function unsatisfiablePart(have: readonly string[], expr: ScopeExpression): ScopeExpression | undefined {
+  if (typeof expr === 'string') return have.some((scope) => templateCanMatch(scope, expr)) ? undefined : expr;
+  if ('AllOf' in expr) {
+    const parts = expr.AllOf.map((e) => unsatisfiablePart(have, e)).filter((e) => e !== undefined);
+    if (parts.length === 0) return undefined;
+    return parts.length === 1 ? parts[0] : { AllOf: parts };
+  }
+  if ('AnyOf' in expr) {
+    const parts = expr.AnyOf.map((e) => unsatisfiablePart(have, e));
+    return parts.some((e) => e === undefined) ? undefined : { AnyOf: parts as ScopeExpression[] };
+  }
+  return undefined;
+}
+
+/** Whether `scope` satisfies some rendering of `template`. */
+function templateCanMatch(scope: string, template: string): boolean {
+  const open = template.indexOf('<');
+  if (scope.endsWith('*')) {
+    const prefix = scope.slice(0, -1);
+    if (open < 0) return template.startsWith(prefix);
+    // past the first parameter a rendering can continue with any text
+    const literal = template.slice(0, open);
+    return literal.startsWith(prefix) || prefix.startsWith(literal);
+  }
+  if (open < 0) return scope === template;
+  const pattern = template
+    .split(/<[a-zA-Z]+>/)
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
+  return new RegExp(`^${pattern}$`, 's').test(scope);
 }

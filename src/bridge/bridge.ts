@@ -3,14 +3,27 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Config } from '../config.js';
 import { prepared } from '../db/pool.js';
 import { queueExchangeName } from '../exchanges/exchanges.js';
+import { OutageLog } from '../outageLog.js';
 import { connectBus, type BusChannel as Channel, type BusConnection, type BusMessage as ConsumeMessage } from '../exchanges/bus.js';
-import { SIGNALS, WORKFLOW_TYPE, workflowIdFor, type Resolution, type ResolvedState, type TaskGraphInput } from '../workflows/contract.js';
+import { observeBridgeLag } from '../observability/metrics.js';
+import {
+  resolutionsSignal,
+  tasksDefinedSignal,
+  WORKFLOW_TYPE,
+  workflowIdFor,
+  type Resolution,
+  type ResolvedState,
+  type TaskGraphInput,
+} from '../workflows/contract.js';
 
 export interface BridgeOptions {
   config: Config;
   pool: pg.Pool;
   temporal: () => Promise<Client>;
-  /** Durable queue shared by every bridge process (competing consumers). */
+  /**
+   * Durable queue shared by every bridge process of this deployment (competing consumers); default
+   * `bridgeQueueName(config)`, so two deployments on one vhost never take each other's messages.
+   */
   queueName?: string;
   /** Flush a graph's batch after this long (ms) or at maxBatch messages, whichever comes first. */
   flushMs?: number;
@@ -20,7 +33,8 @@ export interface BridgeOptions {
    */
   minFlushIntervalMs?: number;
   maxBatch?: number;
-  log?: (line: string) => void;
+  /** One line per event; lines about one graph name it in `fields.taskGraphId` (src/log.ts lineLogger). */
+  log?: (line: string, fields?: { taskGraphId?: string }) => void;
 }
 
 export interface BridgeStats {
@@ -28,7 +42,14 @@ export interface BridgeStats {
   signals: number;
   resolutionsForwarded: number;
   dropped: number;
+  /** messages given back to the queue for a later attempt */
   requeued: number;
+  /** signals Temporal refused (their graph's messages are requeued with backoff) */
+  failedSignals: number;
+  /** resolutions whose task's stored latest run disagrees with the message (forged or stale): ignored */
+  disagreed: number;
+  /** resolutions of tasks this deployment's database does not know */
+  unknownTasks: number;
 }
 
 interface Pending {
@@ -43,6 +64,26 @@ const RESOLUTION_EXCHANGES: Record<string, ResolvedState> = {
   'task-failed': 'failed',
   'task-exception': 'exception',
 };
+
+/**
+ * The bridge queue of a deployment: named after its exchange prefix and scheduler id. Before, every bridge
+ * consumed `tgs/scheduler-bridge`, so the bridges of two deployments on one vhost competed for one queue and
+ * each acked the other's resolutions as unknown (docs/deployments.md: upgrading from that queue).
+ */
+export function bridgeQueueName(config: Pick<Config, 'exchangePrefix' | 'schedulerId'>): string {
+  return `${config.exchangePrefix}tgs/scheduler-bridge/${config.schedulerId}`;
+}
+
+/**
+ * Binding patterns of the bridge queue. Routing keys are `<taskId>.<runId>.<workerGroup>.<workerId>.
+ * <provisionerId>.<workerType>.<schedulerId>.<taskGroupId>.<routing>`: with TGS_BRIDGE_SCHEDULER_IDS set,
+ * one pattern per scheduler id; otherwise every message of this deployment's (prefixed) exchanges, which
+ * queue-level dependencies between tasks of any scheduler id need.
+ */
+export function bridgeBindings(config: Pick<Config, 'bridgeSchedulerIds'>): string[] {
+  if (config.bridgeSchedulerIds.length === 0) return ['#'];
+  return config.bridgeSchedulerIds.map((id) => `*.*.*.*.*.*.${id}.#`);
+}
 
 /** Parses a queue message into what the bridge forwards; undefined for messages it ignores. */
 export function parseQueueMessage(exchangeSuffix: string, body: unknown): Omit<Pending, 'msg'> | undefined {
@@ -60,14 +101,17 @@ export function parseQueueMessage(exchangeSuffix: string, body: unknown): Omit<P
 }
 
 /**
- * AMQP → Temporal: consumes resolution (and task-defined) messages, batches them per graph, and
- * signals each graph's workflow once per flush. A message is acked only after its signal was accepted
- * (or its graph's workflow has ended), and requeued on any Temporal or Postgres error.
+ * AMQP → Temporal: consumes resolution (and task-defined) messages, batches them per graph, and signals
+ * each graph's workflow once per flush. What a graph hears is the queue's stored state, not the message's
+ * word: each resolution is checked against its task's row (latest run and its state) and dropped if the row
+ * disagrees, so a message forged on the exchanges cannot resolve a task. A message is acked once every graph
+ * it concerns accepted its signal (or has ended); only the messages of a graph whose signal failed are
+ * requeued, after a backoff that grows with that graph's failures, so one graph cannot hold up the others.
  */
 export async function startBridge(options: BridgeOptions): Promise<{ stop(): Promise<void>; stats: BridgeStats }> {
   const { config, pool } = options;
   const log = options.log ?? ((line: string) => console.log(line));
-  const queueName = options.queueName ?? 'tgs/scheduler-bridge';
+  const queueName = options.queueName ?? bridgeQueueName(config);
   // 5 ms gathers the burst a completing fan-in produces without adding noticeable hop latency.
   const flushMs = options.flushMs ?? 5;
   const maxBatch = options.maxBatch ?? 500;
@@ -76,7 +120,7 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
   // (one resolution every ~35 ms) never wait for it.
   const minFlushIntervalMs = options.minFlushIntervalMs ?? 25;
   let lastFlushAt = 0;
-  const stats: BridgeStats = { received: 0, signals: 0, resolutionsForwarded: 0, dropped: 0, requeued: 0 };
+  const stats: BridgeStats = { received: 0, signals: 0, resolutionsForwarded: 0, dropped: 0, requeued: 0, failedSignals: 0, disagreed: 0, unknownTasks: 0 };
   const prefix = `${config.exchangePrefix}queue/v1/`;
   let stopped = false;
   let connection: BusConnection | undefined;
@@ -84,6 +128,52 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
   let batch: Pending[] = [];
   let timer: NodeJS.Timeout | undefined;
   let flushing: Promise<void> | undefined;
+  const amqpOutage = new OutageLog(log, 'bridge: RabbitMQ');
+  const flushOutage = new OutageLog(log, 'bridge: Postgres/Temporal');
+  let flushFailures = 0;
+  /** consecutive failed signals per graph (or group, for task-defined), for its backoff */
+  const graphFailures = new Map<string, number>();
+  const delayed = new Set<NodeJS.Timeout>();
+
+  /** A line at most once a minute for a recurring condition, with how often it happened meanwhile. */
+  const everyMinute = (render: (count: number, example: string) => string) => {
+    let lastAt = 0;
+    let count = 0;
+    return (example: string) => {
+      count++;
+      if (Date.now() - lastAt < 60_000) return;
+      lastAt = Date.now();
+      log(render(count, example));
+      count = 0;
+    };
+  };
+  const warnUnknown = everyMinute(
+    (n, taskId) =>
+      `bridge: WARNING ${n} resolution(s) of tasks this deployment's database does not know (e.g. ${taskId}); the RabbitMQ vhost looks shared with another deployment on the same exchanges: give each deployment its own TGS_EXCHANGE_PREFIX or TGS_BRIDGE_SCHEDULER_IDS`,
+  );
+  const noteDisagreed = everyMinute(
+    (n, taskId) => `bridge: ignored ${n} resolution message(s) the queue's stored runs do not confirm (e.g. task ${taskId}: forged, or overtaken by a rerun)`,
+  );
+
+  const settle = (ch: Channel, items: Iterable<Pending>) => {
+    try {
+      for (const p of items) ch.ack(p.msg);
+    } catch {
+      // channel gone: the broker redelivers unacked messages anyway
+    }
+  };
+  const requeueLater = (ch: Channel, items: Pending[], delayMs: number) => {
+    stats.requeued += items.length;
+    const t = setTimeout(() => {
+      delayed.delete(t);
+      try {
+        for (const p of items) ch.nack(p.msg, false, true);
+      } catch {
+        // channel gone: the broker redelivered them when it closed
+      }
+    }, delayMs);
+    delayed.add(t);
+  };
 
   const signalGraph = async (client: Client, graphId: string, origin: string, items: Resolution[]) => {
     const workflowId = workflowIdFor(graphId);
@@ -92,89 +182,168 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
         workflowId,
         taskQueue: config.temporalTaskQueue,
         args: [{ taskGraphId: graphId, origin: 'queue' } satisfies TaskGraphInput],
-        signal: SIGNALS.resolutions,
+        signal: resolutionsSignal,
         signalArgs: [items],
       });
     } else {
-      await client.workflow.getHandle(workflowId).signal(SIGNALS.resolutions, items);
+      await client.workflow.getHandle(workflowId).signal(resolutionsSignal, items);
     }
     stats.signals++;
     stats.resolutionsForwarded += items.length;
   };
 
-  const flush = async (items: Pending[], ch: Channel) => {
-    try {
-      const client = await options.temporal();
-      const resolutions = items.filter((p) => p.kind === 'resolution');
-      const defined = items.filter((p) => p.kind === 'defined').map((p) => p.taskId);
-      const work: Promise<void>[] = [];
-      if (resolutions.length > 0) {
-        // Every graph that has the task as a node hears it: its own graph and graphs depending on it.
-        const { rows } = await pool.query<{ task_graph_id: string; task_id: string; origin: string }>(
-          prepared(
-            `SELECT n.task_graph_id, n.task_id, g.origin FROM graph_nodes n JOIN task_graphs g USING (task_graph_id)
-             WHERE n.task_id = ANY($1) AND (g.state IN ('running', 'blocked') OR g.origin = 'queue')`,
-            [[...new Set(resolutions.map((r) => r.taskId))]],
-          ),
-        );
-        const byGraph = new Map<string, { origin: string; items: Resolution[] }>();
-        for (const row of rows) {
-          const entry = byGraph.get(row.task_graph_id) ?? { origin: row.origin, items: [] };
-          byGraph.set(row.task_graph_id, entry);
-          for (const r of resolutions) if (r.taskId === row.task_id) entry.items.push(r.resolution as Resolution);
-        }
-        for (const [graphId, entry] of byGraph) {
-          work.push(
-            signalGraph(client, graphId, entry.origin, entry.items).catch((err: unknown) => {
-              // A graph whose workflow has ended (finished, canceled) waits for nothing: drop, never loop.
+  /**
+   * Splits resolutions into those the tasks' stored rows confirm (rewritten from the row: latest runId, its
+   * state and reason) and the rest. One query per flush, next to the graph lookup the flush makes anyway.
+   */
+  const confirmByStoredState = async (resolutions: Pending[]): Promise<{ confirmed: Pending[]; refused: Pending[] }> => {
+    const { rows } = await pool.query<{ task_id: string; run_id: number; state: string | null; reason: string | null }>(
+      prepared(
+        `SELECT task_id, jsonb_array_length(runs) - 1 AS run_id, runs->-1->>'state' AS state, runs->-1->>'reasonResolved' AS reason
+         FROM tasks WHERE task_id = ANY($1)`,
+        [[...new Set(resolutions.map((p) => p.taskId))]],
+      ),
+    );
+    const stored = new Map(rows.map((r) => [r.task_id, r]));
+    const confirmed: Pending[] = [];
+    const refused: Pending[] = [];
+    for (const p of resolutions) {
+      const claimed = p.resolution as Resolution;
+      const row = stored.get(p.taskId);
+      if (!row) {
+        stats.unknownTasks++;
+        warnUnknown(p.taskId);
+        refused.push(p);
+      } else if (row.run_id !== claimed.runId || row.state !== claimed.state) {
+        stats.disagreed++;
+        noteDisagreed(p.taskId);
+        refused.push(p);
+      } else {
+        p.resolution = { taskId: p.taskId, runId: row.run_id, state: row.state as ResolvedState, ...(row.reason ? { reasonResolved: row.reason } : {}) };
+        confirmed.push(p);
+      }
+    }
+    return { confirmed, refused };
+  };
+
+  /** One signal of the flush: which graph (or group) it goes to and which messages it carries. */
+  interface Job {
+    key: string;
+    msgs: Pending[];
+    run: () => Promise<unknown>;
+  }
+
+  /** Reads what the flush needs from Postgres and returns one job per graph to signal. */
+  const planJobs = async (client: Client, items: Pending[], ch: Channel): Promise<Job[]> => {
+    const jobs: Job[] = [];
+    const resolutions = items.filter((p) => p.kind === 'resolution');
+    const defined = items.filter((p) => p.kind === 'defined');
+    if (resolutions.length > 0) {
+      const { confirmed, refused } = await confirmByStoredState(resolutions);
+      settle(ch, refused);
+      // Every graph that has the task as a node hears it: its own graph and graphs depending on it.
+      const { rows } = await pool.query<{ task_graph_id: string; task_id: string; origin: string }>(
+        prepared(
+          `SELECT n.task_graph_id, n.task_id, g.origin FROM graph_nodes n JOIN task_graphs g USING (task_graph_id)
+           WHERE n.task_id = ANY($1) AND (g.state IN ('running', 'blocked') OR g.origin = 'queue')`,
+          [[...new Set(confirmed.map((r) => r.taskId))]],
+        ),
+      );
+      const byTask = new Map<string, Pending[]>();
+      for (const p of confirmed) byTask.set(p.taskId, [...(byTask.get(p.taskId) ?? []), p]);
+      const byGraph = new Map<string, { origin: string; msgs: Pending[] }>();
+      for (const row of rows) {
+        const entry = byGraph.get(row.task_graph_id) ?? { origin: row.origin, msgs: [] };
+        byGraph.set(row.task_graph_id, entry);
+        entry.msgs.push(...(byTask.get(row.task_id) ?? []));
+      }
+      for (const [graphId, entry] of byGraph) {
+        jobs.push({
+          key: graphId,
+          msgs: entry.msgs,
+          run: () =>
+            signalGraph(client, graphId, entry.origin, entry.msgs.map((p) => p.resolution as Resolution)).catch((err: unknown) => {
+              // A graph whose workflow has ended (finished, canceled, terminated) waits for nothing: drop, never loop.
               if (err instanceof WorkflowNotFoundError) return;
               throw err;
             }),
-          );
-        }
+        });
       }
-      if (defined.length > 0) {
-        // Queue-level dependencies: a task created with dependencies joins its group's workflow.
-        const { rows } = await pool.query<{ task_id: string; task_group_id: string }>(
-          prepared(
-            `SELECT t.task_id, t.task_group_id FROM tasks t
-             WHERE t.task_id = ANY($1)
-               AND EXISTS (SELECT 1 FROM task_dependencies d WHERE d.dependent_task_id = t.task_id)
-               AND NOT EXISTS (SELECT 1 FROM graph_nodes n WHERE n.task_id = t.task_id AND n.member)`,
-            [defined],
-          ),
-        );
-        const byGroup = new Map<string, string[]>();
-        for (const r of rows) byGroup.set(r.task_group_id, [...(byGroup.get(r.task_group_id) ?? []), r.task_id]);
-        for (const [groupId, taskIds] of byGroup) {
-          work.push(
+    }
+    if (defined.length > 0) {
+      // Queue-level dependencies: a task created with dependencies joins its group's workflow.
+      const { rows } = await pool.query<{ task_id: string; task_group_id: string }>(
+        prepared(
+          `SELECT t.task_id, t.task_group_id FROM tasks t
+           WHERE t.task_id = ANY($1)
+             AND EXISTS (SELECT 1 FROM task_dependencies d WHERE d.dependent_task_id = t.task_id)
+             AND NOT EXISTS (SELECT 1 FROM graph_nodes n WHERE n.task_id = t.task_id AND n.member)`,
+          [defined.map((p) => p.taskId)],
+        ),
+      );
+      const byGroup = new Map<string, string[]>();
+      for (const r of rows) byGroup.set(r.task_group_id, [...(byGroup.get(r.task_group_id) ?? []), r.task_id]);
+      for (const [groupId, taskIds] of byGroup) {
+        jobs.push({
+          key: groupId,
+          msgs: defined.filter((p) => taskIds.includes(p.taskId)),
+          run: () =>
             client.workflow
               .signalWithStart(WORKFLOW_TYPE, {
                 workflowId: workflowIdFor(groupId),
                 taskQueue: config.temporalTaskQueue,
                 args: [{ taskGraphId: groupId, origin: 'queue' } satisfies TaskGraphInput],
-                signal: SIGNALS.tasksDefined,
+                signal: tasksDefinedSignal,
                 signalArgs: [{ taskIds }],
               })
               .then(() => {
                 stats.signals++;
               }),
-          );
-        }
-      }
-      await Promise.all(work);
-      for (const p of items) ch.ack(p.msg);
-    } catch (err) {
-      log(`bridge: flush of ${items.length} message(s) failed, requeueing: ${(err as Error).message}`);
-      stats.requeued += items.length;
-      // Back off before requeueing so an unavailable Temporal does not become a hot redelivery loop.
-      await new Promise((r) => setTimeout(r, 1000));
-      try {
-        for (const p of items) ch.nack(p.msg, false, true);
-      } catch {
-        // channel gone: the broker redelivers unacked messages anyway
+        });
       }
     }
+    return jobs;
+  };
+
+  const flush = async (items: Pending[], ch: Channel) => {
+    let jobs: Job[];
+    try {
+      jobs = await planJobs(await options.temporal(), items, ch);
+      flushFailures = 0;
+      flushOutage.recovered();
+    } catch (err) {
+      // Postgres or the Temporal connection: nothing was forwarded; all of it comes back after a pause.
+      flushFailures++;
+      flushOutage.failed(err, `${items.length} message(s) requeued, retried with backoff`);
+      requeueLater(ch, items, Math.min(250 * 2 ** flushFailures, 10_000));
+      return;
+    }
+    const results = await Promise.allSettled(jobs.map((job) => job.run()));
+    // A message goes back if any graph it concerns failed, after the longest backoff among them.
+    const retryAfter = new Map<Pending, number>();
+    results.forEach((result, k) => {
+      const job = jobs[k];
+      const failures = graphFailures.get(job.key) ?? 0;
+      if (result.status === 'fulfilled') {
+        if (failures > 0) log(`bridge: task-graph/${job.key} accepts signals again after ${failures} failure(s)`, { taskGraphId: job.key });
+        graphFailures.delete(job.key);
+        return;
+      }
+      graphFailures.set(job.key, failures + 1);
+      stats.failedSignals++;
+      if (failures === 0) {
+        log(`bridge: signal to task-graph/${job.key} failed (${(result.reason as Error).message}); its messages are retried with backoff, other graphs go on`, { taskGraphId: job.key });
+      }
+      // 250 ms doubling to 30 s: a graph that fails for good costs one signal attempt every 30 s.
+      const delay = Math.min(250 * 2 ** failures, 30_000);
+      for (const p of job.msgs) retryAfter.set(p, Math.max(retryAfter.get(p) ?? 0, delay));
+    });
+    const accepted = items.filter((p) => !retryAfter.has(p));
+    settle(ch, accepted);
+    for (const p of accepted) observeBridgeLag(p.msg.properties);
+    const byDelay = new Map<number, Pending[]>();
+    for (const [p, delay] of retryAfter) byDelay.set(delay, [...(byDelay.get(delay) ?? []), p]);
+    for (const [delay, msgs] of byDelay) requeueLater(ch, msgs, delay);
   };
 
   const scheduleFlush = (immediate: boolean) => {
@@ -215,37 +384,56 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
     scheduleFlush(batch.length >= maxBatch);
   };
 
+  /** The connection or its channel closed (broker restart, network, a channel error): start over. */
+  const lost = (conn: BusConnection, err: Error | undefined) => {
+    if (connection !== conn) return;
+    connection = undefined;
+    channel = undefined;
+    // unacked messages go back to the queue when the channel closes
+    batch = [];
+    void conn.close().catch(() => undefined);
+    if (stopped) return;
+    amqpOutage.failed(err ?? new Error('connection closed'), 'reconnecting');
+    void connect();
+  };
+
+  let consumingLogged = false;
   const connect = async (): Promise<void> => {
     let attempt = 0;
     while (!stopped) {
+      let conn: BusConnection | undefined;
       try {
-        connection = await connectBus(config.amqpUrl);
-        channel = await connection.createChannel();
-        await channel.prefetch(2000);
-        await channel.assertQueue(queueName, { durable: true });
+        conn = await connectBus(config.amqpUrl, { connectionName: 'tgs-bridge' });
+        // 'close' follows every 'error'; the outage is logged once there
+        conn.on('error', () => undefined);
+        const ch = await conn.createChannel();
+        ch.on('error', () => undefined);
+        await ch.prefetch(2000);
+        await ch.assertQueue(queueName, { durable: true });
         for (const ex of ['task-completed', 'task-failed', 'task-exception', 'task-defined'] as const) {
           const name = queueExchangeName(config.exchangePrefix, ex);
-          await channel.assertExchange(name, 'topic', { durable: true });
-          await channel.bindQueue(queueName, name, '#');
+          await ch.assertExchange(name, 'topic', { durable: true });
+          for (const pattern of bridgeBindings(config)) await ch.bindQueue(queueName, name, pattern);
         }
-        await channel.consume(queueName, onMessage, { noAck: false });
-        connection.on('error', (err: Error) => log(`bridge: AMQP error: ${err.message}`));
-        connection.on('close', () => {
-          channel = undefined;
-          connection = undefined;
-          batch = [];
-          if (!stopped) {
-            log('bridge: AMQP connection closed; reconnecting');
-            void connect();
-          }
-        });
-        log(`bridge: consuming ${queueName}`);
+        const current = conn;
+        connection = current;
+        channel = ch;
+        current.on('close', (closeErr?: Error) => lost(current, closeErr));
+        ch.on('close', () => lost(current, new Error('channel closed')));
+        await ch.consume(queueName, onMessage, { noAck: false });
+        amqpOutage.recovered(`consuming ${queueName} again`);
+        if (!consumingLogged) log(`bridge: consuming ${queueName} (bindings ${bridgeBindings(config).join(', ')})`);
+        consumingLogged = true;
         return;
       } catch (err) {
+        if (conn && connection === conn) {
+          connection = undefined;
+          channel = undefined;
+        }
+        await conn?.close().catch(() => undefined);
         attempt++;
-        const delay = Math.min(200 * 2 ** attempt, 5000);
-        log(`bridge: cannot reach RabbitMQ (${(err as Error).message}); retry ${attempt} in ${delay} ms`);
-        await new Promise((r) => setTimeout(r, delay));
+        amqpOutage.failed(err, 'reconnecting');
+        await new Promise((r) => setTimeout(r, Math.min(200 * 2 ** attempt, 5000)));
       }
     }
   };
@@ -257,6 +445,7 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
       stopped = true;
       if (timer) clearTimeout(timer);
       await flushing;
+      for (const t of delayed) clearTimeout(t);
       await connection?.close().catch(() => undefined);
     },
   };

@@ -4,13 +4,18 @@ import { resolveCredentials } from './credentials.js';
 
 export { TgsApiError, type TgsCredentials };
 
-import type { TaskState, TaskStatus } from '../queue/taskRow.js';
+import type { TaskStatus } from '../queue/taskRow.js';
+import type { Resolution, ResolutionResult } from '../queue/resolveTask.js';
+import type { TaskState } from '../taskStates.js';
+import type { GraphState, RerunAccepted, RerunRequest } from '../workflows/contract.js';
 
 /** Taskcluster's task status structure and its runs (index = runId). */
-export type { TaskState, TaskStatus, Run as TaskRun } from '../queue/taskRow.js';
-export type GraphState = 'running' | 'blocked' | 'finished' | 'canceled';
+export type { TaskStatus, Run as TaskRun } from '../queue/taskRow.js';
+export type { TaskState } from '../taskStates.js';
+export type { GraphState } from '../workflows/contract.js';
+export type { Resolution, ResolutionResult } from '../queue/resolveTask.js';
 
-/** One node of a task-graph (seed 000): the task definition, the labels it requires, its reruns. */
+/** One node of a task-graph (docs/formats.md): the task definition, the labels it requires, its reruns. */
 export interface TaskGraphNode {
   requires?: string[];
   reruns?: number;
@@ -18,7 +23,7 @@ export interface TaskGraphNode {
   task: Record<string, unknown>;
 }
 
-/** A task-graph as `PUT /task-graph/<taskGraphId>` takes it (seed 000 plus scopes, metadata, tags). */
+/** A task-graph as `PUT /task-graph/<taskGraphId>` takes it (docs/formats.md § Task-graph format). */
 export interface TaskGraph {
   routing?: string;
   tasks: Record<string, TaskGraphNode>;
@@ -27,7 +32,7 @@ export interface TaskGraph {
   tags?: Record<string, string>;
 }
 
-/** Seed 000's task-graph status structure. */
+/** The task-graph status structure (docs/formats.md). */
 export interface GraphStatus {
   schedulerId: string;
   taskGraphId: string;
@@ -136,7 +141,8 @@ const artifactPath = (name: string) => name.split('/').map(enc).join('/');
 export class TgsClient {
   readonly rootUrl: string;
   readonly credentials?: TgsCredentials;
-  private readonly api: ApiClient;
+  /** The signed requests underneath, for what this class has no method for (the auth service's clients). */
+  readonly api: ApiClient;
 
   constructor(options: { rootUrl: string; credentials?: TgsCredentials }) {
     this.rootUrl = options.rootUrl.replace(/\/+$/, '');
@@ -234,7 +240,7 @@ export class TgsClient {
    * Reruns a resolved task of the graph (by taskId or label) through the workflow; answers at once whether it
    * was accepted (a refusal is a 409 TgsApiError). `resetDependents` also reruns its resolved dependents.
    */
-  rerun(taskGraphId: string, taskIdOrLabel: string, options: { resetDependents?: boolean } = {}): Promise<{ accepted: true } & Record<string, unknown>> {
+  rerun(taskGraphId: string, taskIdOrLabel: string, options: Pick<RerunRequest, 'resetDependents'> = {}): Promise<RerunAccepted & { accepted: true }> {
     return this.scheduler('POST', `/task-graph/${enc(taskGraphId)}/rerun/${enc(taskIdOrLabel)}`, { resetDependents: options.resetDependents ?? false });
   }
 
@@ -259,6 +265,17 @@ export class TgsClient {
 
   async cancelTask(taskId: string): Promise<TaskStatus> {
     return (await this.queue<{ status: TaskStatus }>('POST', `/task/${enc(taskId)}/cancel`)).status;
+  }
+
+  /**
+   * Resolves up to 100 runs in one request (tgs's reportResolutions, `POST /task-resolutions`), each as
+   * reportCompleted / reportFailed / reportException would: one answer per item, in order, its task status or
+   * the error the single report would answer (`{code, message}`: ResourceNotFound, RequestConflict). Needs
+   * `queue:resolve-task:<taskId>/<runId>` for every item, else the whole call is refused (403). A server
+   * without the endpoint answers 404: report each run with the single calls then.
+   */
+  async reportResolutions(resolutions: Resolution[]): Promise<ResolutionResult[]> {
+    return (await this.queue<{ resolutions: ResolutionResult[] }>('POST', '/task-resolutions', { resolutions })).resolutions;
   }
 
   /** The artifacts of a run (the latest unless `runId`), all pages. */

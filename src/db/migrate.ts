@@ -70,6 +70,8 @@ export async function ensureDatabase(databaseUrl: string, log: (line: string) =>
   if (isPgliteUrl(databaseUrl)) return; // the embedded database is created when opened
   const { default: pgModule } = await import('pg');
   const probe = new pgModule.Client({ connectionString: databaseUrl });
+  // a connection the server ends emits 'error'; unheard, that would kill the process (the call fails instead)
+  probe.on('error', () => undefined);
   try {
     await probe.connect();
     await probe.end();
@@ -82,6 +84,7 @@ export async function ensureDatabase(databaseUrl: string, log: (line: string) =>
   const name = decodeURIComponent(url.pathname.slice(1));
   url.pathname = '/postgres';
   const admin = new pgModule.Client({ connectionString: url.toString() });
+  admin.on('error', () => undefined);
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { PglitePgConnection } from '@electric-sql/pglite/node-postgres';
 import { acquireDirLock, type DirLock } from './pgliteLock.js';
+import { logger } from '../log.js';
 
 /**
  * Embedded Postgres for `tgs dev` without DATABASE_URL: PGlite (Postgres compiled to WebAssembly, in
@@ -104,7 +105,7 @@ function openInstance(databaseUrl: string): Instance {
       if (db.isInTransaction()) await client.query('ROLLBACK');
     },
   } as pg.PoolConfig);
-  pool.on('error', (err) => console.error('embedded database (PGlite) error:', err.message));
+  pool.on('error', (err) => logger('db').error({ err: err.message }, 'embedded database (PGlite) error'));
   const instance: Instance = { key, db, pool, lock, refs: 0, notificationListeners: new Set(), closing: undefined };
   db.onNotification((channel, payload) => {
     for (const listener of instance.notificationListeners) listener(channel, payload);

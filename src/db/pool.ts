@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { createPglitePool, isPgliteUrl, openPgliteSession, type PgliteSession } from './pglite.js';
+import { logger } from '../log.js';
 
 /** Anything that can run a query: a pool or a client inside a transaction. */
 export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
@@ -14,7 +15,13 @@ export function createPool(databaseUrl: string, max = 10): pg.Pool {
   if (isPgliteUrl(databaseUrl)) return createPglitePool(databaseUrl);
   const pool = new pg.Pool({ connectionString: databaseUrl, max });
   // An idle client that loses its connection must not crash the process.
-  pool.on('error', (err) => console.error('postgres pool error:', err.message));
+  pool.on('error', (err) => logger('db').error({ err: err.message }, 'postgres pool error'));
+  // pg-pool listens for 'error' only on idle clients. A client checked out (withTransaction, a query in
+  // flight, any pool.connect() holder) when the server ends its connection (a Postgres restart, a
+  // pg_terminate_backend) emits 'error' with no listener: an uncaught exception that kills the process.
+  // This listener lives as long as the client: the operation in progress fails with the error, and pg-pool
+  // drops the dead client when it is released.
+  pool.on('connect', (client) => client.on('error', (err) => logger('db').warn({ err: err.message }, 'postgres connection lost')));
   return pool;
 }
 

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import type { Message, MessageProperties, Options } from 'amqplib';
 import type { BusChannel, BusConfirmChannel, BusConnection, BusMessage } from './bus.js';
+import { logger } from '../log.js';
 
 /**
  * The in-process message bus of `tgs dev` without AMQP_URL: RabbitMQ's topic exchanges in memory.
@@ -335,7 +336,7 @@ class MemoryChannel extends EventEmitter implements BusConfirmChannel {
     try {
       consumer.onMessage(msg);
     } catch (err) {
-      console.error('message bus: a consumer threw:', err);
+      logger('bus').error({ err }, 'message bus: a consumer threw');
     }
   }
 

@@ -1,6 +1,6 @@
 /**
- * Exchange names. Queue exchanges per seed 003 (+ Taskcluster's additions), scheduler exchanges per
- * seed 004. All are durable topic exchanges. An optional deployment prefix (TGS_EXCHANGE_PREFIX) is
+ * Exchange names. Queue and scheduler exchanges as docs/formats.md § Exchanges describes them.
+ * All are durable topic exchanges. An optional deployment prefix (TGS_EXCHANGE_PREFIX) is
  * prepended to every name.
  */
 export const queueExchanges = [
@@ -39,11 +39,11 @@ export function allExchangeNames(prefix: string): string[] {
   ];
 }
 
-/** `_` stands for any routing-key word that is not available (seed 003). */
+/** `_` stands for any routing-key word that is not available (docs/formats.md § Queue exchanges). */
 export const NONE = '_';
 
 /**
- * Queue routing key (issue 2): `<taskId>.<runId>.<workerGroup>.<workerId>.<provisionerId>.<workerType>.
+ * Queue routing key (docs/formats.md § Queue exchanges): `<taskId>.<runId>.<workerGroup>.<workerId>.<provisionerId>.<workerType>.
  * <schedulerId>.<taskGroupId>.<routing>`; `routing` may contain dots.
  */
 export function taskRoutingKey(parts: {
@@ -70,7 +70,7 @@ export function taskRoutingKey(parts: {
   ].join('.');
 }
 
-/** Scheduler routing key (seed 004): `_._._._._._.<schedulerId>.<taskGraphId>.<graph routing or _>`. */
+/** Scheduler routing key (docs/formats.md § Scheduler exchanges): `_._._._._._.<schedulerId>.<taskGraphId>.<graph routing or _>`. */
 export function graphRoutingKey(schedulerId: string, taskGraphId: string, routing: string | undefined): string {
   return ['_._._._._._', schedulerId, taskGraphId, routing || NONE].join('.');
 }

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { notifyAfterCommit, prepared, type Queryable } from '../db/pool.js';
 
-/** The channel the relay LISTENs on; written by enqueueMessages in the same transaction. */
+/** The channel the relay LISTENs on; enqueueMessages notifies it once the transaction has committed. */
 export const OUTBOX_CHANNEL = 'tgs_outbox';
 
 export interface OutboxMessage {
-  /** Full exchange name, prefix included (see exchangeName in exchanges.ts). */
+  /** Full exchange name, prefix included (see queueExchangeName and schedulerExchangeName in exchanges.ts). */
   exchange: string;
   routingKey: string;
   /** Extra routing keys (Taskcluster CC: `route.<route>` for each task route). */
@@ -15,7 +15,7 @@ export interface OutboxMessage {
   messageId?: string;
 }
 
-/** Messages as the outbox's columns: the JSON that OUTBOX_INSERT reads (its parameter). */
+/** Messages as the outbox's columns: the JSON that outboxInsert reads (its parameter). */
 export function outboxRows(messages: OutboxMessage[]) {
   return messages.map((m) => ({
     message_id: m.messageId ?? randomUUID(),

@@ -6,11 +6,14 @@ import { declareExchanges } from './declare.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 import type { QueueExchange } from './exchanges.js';
 import { taskMessage } from '../queue/messages.js';
+import { OutageLog } from '../outageLog.js';
 import type { TaskRow } from '../queue/taskRow.js';
 
 // Only one relay publishes at a time, so messages leave in outbox id order (per task order included).
 const RELAY_LOCK = 7_471_020_232;
 const BATCH = 500;
+/** After its lock session failed, how long a relay waits before taking the lock again: standbys try every 1 s. */
+const STEP_DOWN_MS = 2500;
 
 export interface RelayStats {
   published: number;
@@ -81,33 +84,83 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
       wake = done;
     });
 
+  const dbOutage = new OutageLog(log, 'Postgres (relay lock session)');
+  const amqpOutage = new OutageLog(log, 'RabbitMQ');
+  const publishOutage = new OutageLog(log, 'publishing');
+  // Set when the lock session fails: the advisory lock went with it and a standby may hold it now.
+  let lockLost = false;
+
   const acquireLock = async () => {
     while (!stopped) {
+      let client: DbSession | undefined;
       try {
-        const client = await connectSession(config.databaseUrl);
+        client = await connectSession(config.databaseUrl);
         for (;;) {
           if (stopped) {
             await client.end();
             return;
           }
           const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [RELAY_LOCK]);
+          dbOutage.recovered();
           if (rows[0].ok) break;
           await sleep(1000);
         }
-        client.on('notification', () => {
+        const session = client;
+        session.on('notification', () => {
           notified = true;
           wake?.();
         });
-        await client.query(`LISTEN ${OUTBOX_CHANNEL}`);
-        lockClient = client;
+        // The lock lives and dies with this session: the moment it fails, stop publishing.
+        const onLost = (err?: Error) => {
+          if (lockClient !== session || lockLost) return;
+          lockLost = true;
+          stats.active = false;
+          log(`lost the relay lock session (${err?.message ?? 'connection ended'}); stopped publishing, trying to become active again`);
+          wake?.();
+        };
+        session.on('error', onLost);
+        session.on('end', () => onLost());
+        await session.query(`LISTEN ${OUTBOX_CHANNEL}`);
+        lockClient = session;
+        lockLost = false;
         stats.active = true;
         log('active (holds the relay lock)');
         return;
       } catch (err) {
-        log(`cannot take the relay lock: ${(err as Error).message}; retrying`);
+        await client?.end().catch(() => undefined);
+        dbOutage.failed(err, 'retrying to take the relay lock');
         await sleep(1000);
       }
     }
+  };
+
+  /**
+   * Whether this relay still holds the lock, asked of the lock session itself before every batch: a session
+   * killed without a word reaching us (pg_terminate_backend, a network cut) fails this round trip, so at most
+   * the batch in flight overlaps a standby that took the lock. ~0.1 ms a batch of up to 500 messages here.
+   */
+  const stillActive = async (): Promise<boolean> => {
+    const session = lockClient;
+    if (!session || lockLost) return false;
+    try {
+      await session.query('SELECT 1');
+      return !lockLost;
+    } catch (err) {
+      if (lockClient === session && !lockLost) {
+        lockLost = true;
+        stats.active = false;
+        log(`lost the relay lock session (${(err as Error).message}); stopped publishing, trying to become active again`);
+      }
+      return false;
+    }
+  };
+
+  const releaseLockSession = async () => {
+    const old = lockClient;
+    lockClient = undefined;
+    // a dead pg.Client may still emit 'error': an unheard one would crash the process
+    old?.removeAllListeners().on('error', () => undefined);
+    await old?.end().catch(() => undefined);
   };
 
   const connectAmqp = async () => {
@@ -117,10 +170,11 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
         // named so operators (and tests) can find it in `rabbitmqctl list_connections`
         const connection = await connectBus(config.amqpUrl, { connectionName: options.connectionName ?? 'tgs-relay' });
         connection.on('error', () => undefined);
-        connection.on('close', () => {
+        connection.on('close', (err?: Error) => {
           if (amqpConnection === connection) {
             amqpConnection = undefined;
             channel = undefined;
+            if (!stopped) amqpOutage.failed(err ?? new Error('connection closed'), 'outbox rows wait until it is back');
             wake?.();
           }
         });
@@ -130,15 +184,18 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
         amqpConnection = connection;
         channel = ch;
         stats.connections++;
-        if (attempt > 0) log(`reconnected to RabbitMQ after ${attempt} attempt(s)`);
+        amqpOutage.recovered();
         return;
       } catch (err) {
         attempt++;
         stats.reconnects++;
-        const { rows } = await pool.query<{ n: number }>('SELECT count(*) AS n FROM outbox').catch(() => ({ rows: [{ n: -1 }] }));
-        const delay = Math.min(100 * 2 ** attempt, 5000);
-        log(`RabbitMQ unreachable (${(err as Error).message}); ${rows[0].n} message(s) waiting; retry ${attempt} in ${delay} ms`);
-        await sleep(delay);
+        if (!amqpOutage.down) {
+          const { rows } = await pool.query<{ n: number }>('SELECT count(*) AS n FROM outbox').catch(() => ({ rows: [{ n: -1 }] }));
+          amqpOutage.failed(err, `${rows[0].n} message(s) waiting in the outbox`);
+        } else {
+          amqpOutage.failed(err);
+        }
+        await sleep(Math.min(100 * 2 ** attempt, 5000));
       }
     }
   };
@@ -148,12 +205,14 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
       prepared(`SELECT id, message_id, exchange, routing_key, cc, payload, render FROM outbox ORDER BY id LIMIT ${BATCH}`, []),
     );
     if (rows.length === 0) return 0;
+    const publishedAt = Date.now(); // AMQP timestamp (seconds) + RabbitMQ's timestamp_in_ms header: the bridge's lag metric
     for (const row of rows) {
       const message = outboxMessage(config, row);
       ch.publish(message.exchange, message.routingKey, Buffer.from(JSON.stringify(message.payload)), {
         messageId: message.messageId,
         persistent: true,
         contentType: 'application/json',
+        timestamp: Math.floor(publishedAt / 1000), headers: { timestamp_in_ms: publishedAt },
         ...(message.cc.length > 0 ? { CC: message.cc } : {}),
       });
     }
@@ -165,23 +224,33 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
   };
 
   const loop = async () => {
-    await acquireLock();
     while (!stopped) {
-      if (!channel) await connectAmqp();
-      const ch = channel;
-      if (!ch || stopped) continue;
-      try {
-        const n = await publishBatch(ch);
-        if (n < BATCH) await sleep(1000);
-      } catch (err) {
-        if (stopped) break;
-        log(`publishing failed (${(err as Error).message}); the batch stays in the outbox and is sent again`);
-        const old = amqpConnection;
-        amqpConnection = undefined;
-        channel = undefined;
-        await old?.close().catch(() => undefined);
-        await sleep(200);
+      await acquireLock();
+      while (!stopped) {
+        if (!channel) await connectAmqp();
+        const ch = channel;
+        if (!ch || stopped) continue;
+        if (!(await stillActive())) break;
+        try {
+          const n = await publishBatch(ch);
+          publishOutage.recovered();
+          if (n < BATCH) await sleep(1000);
+        } catch (err) {
+          if (stopped) break;
+          publishOutage.failed(err, 'the batch stays in the outbox and is sent again');
+          const old = amqpConnection;
+          amqpConnection = undefined;
+          channel = undefined;
+          await old?.close().catch(() => undefined);
+          await sleep(200);
+        }
       }
+      // Lost the lock (or stopping): a new session takes the lock again once a standby lets go of it.
+      await releaseLockSession();
+      // Step down first: a standby tries every second, so it takes over instead of this relay, whose session
+      // just failed (a flaky network or a restarting server is likelier to fail it again).
+      const until = Date.now() + STEP_DOWN_MS;
+      while (!stopped && Date.now() < until) await sleep(until - Date.now());
     }
   };
   const running = loop();
@@ -193,7 +262,6 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
       wake?.();
       await running;
       await amqpConnection?.close().catch(() => undefined);
-      await lockClient?.end().catch(() => undefined);
       if (ownPool) await pool.end();
     },
   };

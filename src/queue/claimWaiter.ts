@@ -1,5 +1,6 @@
 import { connectSession, type DbSession } from '../db/pool.js';
 import { PENDING_CHANNEL } from './notify.js';
+import { OutageLog } from '../outageLog.js';
 
 /**
  * One LISTEN connection per API process: claimWork callers wait here and are woken the moment a task of
@@ -13,30 +14,53 @@ export class ClaimWaiter {
   private readonly generations = new Map<string, number>();
   stopped = false;
 
-  constructor(private readonly databaseUrl: string, private readonly backstopMs = 1000) {}
+  private readonly outage: OutageLog;
+  private retry: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly backstopMs = 1000,
+    log: (line: string) => void = (line) => console.error(line),
+  ) {
+    this.outage = new OutageLog(log, 'claimWork LISTEN session (Postgres)');
+  }
 
   async start(): Promise<void> {
+    let client: DbSession | undefined;
     try {
-      const client = await connectSession(this.databaseUrl);
-      client.on('notification', (msg) => this.wake(msg.payload ?? ''));
-      client.on('error', () => this.reconnect());
-      client.on('end', () => this.reconnect());
-      await client.query(`LISTEN ${PENDING_CHANNEL}`);
-      this.client = client;
+      client = await connectSession(this.databaseUrl);
+      const session = client;
+      session.on('notification', (msg) => this.wake(msg.payload ?? ''));
+      session.on('error', (err) => this.reconnect(session, err));
+      session.on('end', () => this.reconnect(session));
+      await session.query(`LISTEN ${PENDING_CHANNEL}`);
+      if (this.stopped) {
+        session.removeAllListeners().on('error', () => undefined);
+        await session.end().catch(() => undefined);
+        return;
+      }
+      this.client = session;
+      this.outage.recovered('listening again');
       // Anything that happened while we were not listening: let every waiter look again.
       for (const queue of this.waiters.keys()) this.wake(queue);
-    } catch {
-      this.reconnect();
+    } catch (err) {
+      this.reconnect(client, err as Error);
     }
   }
 
-  private reconnect(): void {
-    if (this.stopped) return;
-    const old = this.client;
+  /** The session failed (server restart, pg_terminate_backend): claimers fall back to the backstop meanwhile. */
+  private reconnect(session: DbSession | undefined, err?: Error): void {
+    if (this.stopped || this.retry) return;
+    if (session && this.client && this.client !== session) return;
     this.client = undefined;
-    old?.removeAllListeners();
-    old?.end().catch(() => undefined);
-    setTimeout(() => void this.start(), 500);
+    // a dead pg.Client may still emit 'error': an unheard one would crash the process
+    session?.removeAllListeners().on('error', () => undefined);
+    session?.end().catch(() => undefined);
+    this.outage.failed(err ?? new Error('connection ended'), `claimers poll every ${this.backstopMs} ms until it is back`);
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      void this.start();
+    }, 500);
   }
 
   generation(taskQueueId: string): number {
@@ -75,10 +99,11 @@ export class ClaimWaiter {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.retry) clearTimeout(this.retry);
     for (const queue of [...this.waiters.keys()]) this.wake(queue);
     const client = this.client;
     this.client = undefined;
-    client?.removeAllListeners();
+    client?.removeAllListeners().on('error', () => undefined);
     await client?.end().catch(() => undefined);
   }
 }

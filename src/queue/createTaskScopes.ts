@@ -1,6 +1,6 @@
 import type { ScopeExpression } from '../auth/scopes.js';
 
-/** Priorities from highest to lowest; `normal` is treated as `lowest` (seed 001). */
+/** Priorities from highest to lowest; `normal` is treated as `lowest` (docs/formats.md § Task definition). */
 export const PRIORITIES = ['highest', 'very-high', 'high', 'medium', 'low', 'very-low', 'lowest'] as const;
 
 /**

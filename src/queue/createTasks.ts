@@ -8,7 +8,7 @@ import { taskMessage } from './messages.js';
 import { notifyPending } from './notify.js';
 import { taskStatus, TASK_COLUMNS, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
 
-/** highest = 7 … lowest = 1; `normal` is lowest (seed 001). */
+/** highest = 7 … lowest = 1; `normal` is lowest (docs/formats.md § Task definition). */
 export function priorityRank(priority: string): number {
   const i = PRIORITIES.indexOf((priority === 'normal' ? 'lowest' : priority) as (typeof PRIORITIES)[number]);
   return PRIORITIES.length - i;

@@ -5,7 +5,7 @@ import type { JsonSchema } from '../api/endpoint.js';
 
 const identifier = { type: 'string', minLength: 1, maxLength: 22, pattern: '^([a-zA-Z0-9-_]*)$' };
 
-/** Seed 001's task definition, plus an optional `routing` (seed 000: filled by the graph scheduler). */
+/** Taskcluster's task definition, plus an optional `routing` filled by the graph scheduler (docs/formats.md § Task definition). */
 export const taskDefinitionSchema: JsonSchema = {
   $id: 'tgs:task-definition',
   type: 'object',
@@ -40,7 +40,7 @@ export const taskDefinitionSchema: JsonSchema = {
     },
     tags: { type: 'object', additionalProperties: { type: 'string', maxLength: 4096 }, default: {} },
     extra: { type: 'object', default: {} },
-    // seed 000: `<graph.routing>.<task.routing>` for graph tasks; words may contain dots
+    // docs/formats.md: `<graph.routing>.<task.routing>` for graph tasks; words may contain dots
     routing: { type: 'string', maxLength: 64, pattern: '^[A-Za-z0-9_.-]*$' },
   },
 };
@@ -82,13 +82,25 @@ export function validateTaskDefinition(input: unknown, taskId: string, now: Date
   if (typeof candidate.taskQueueId === 'string') {
     const [provisionerId, workerType, ...rest] = candidate.taskQueueId.split('/');
     if (rest.length > 0 || !workerType) return { errors: ['taskQueueId must be <provisionerId>/<workerType>'] };
+    // Both forms given: they must agree (the explicit fields used to win silently over taskQueueId).
+    if ((candidate.provisionerId !== undefined && candidate.provisionerId !== provisionerId) || (candidate.workerType !== undefined && candidate.workerType !== workerType)) {
+      return { errors: ['taskQueueId must equal <provisionerId>/<workerType> when those are given too'] };
+    }
     const { taskQueueId: _q, ...others } = candidate;
-    candidate = { provisionerId, workerType, ...others };
+    candidate = { ...others, provisionerId, workerType };
   }
   const validate = compile(taskDefinitionSchema);
   if (!validate(candidate)) return { errors: describeErrors(validate.errors, 'task').split('\n') };
   const def = candidate as unknown as TaskDefinition;
   const errors: string[] = [];
+  // The schema's date-time format admits what Date cannot read (a leap second, 23:59:60): NaN would pass
+  // every comparison below and fail only when the dates are written back.
+  for (const field of ['created', 'deadline', 'expires'] as const) {
+    if (def[field] !== undefined && Number.isNaN(Date.parse(def[field]))) {
+      errors.push(`task.${field} ${JSON.stringify(def[field])} is not a date tgs can read (leap seconds are not supported)`);
+    }
+  }
+  if (errors.length > 0) return { errors };
   const created = Date.parse(def.created);
   const deadline = Date.parse(def.deadline);
   if (Math.abs(created - now.getTime()) > FIFTEEN_MINUTES) errors.push('task.created must be within 15 minutes of the current time');

@@ -3,7 +3,8 @@ import type { Queryable } from '../db/pool.js';
 import { TgsError } from '../errors.js';
 import { applyChange } from './applyChange.js';
 import { taskMessage } from './messages.js';
-import { addPendingRun, isResolvedState, type TaskRow, type TaskStatus } from './taskRow.js';
+import { addPendingRun, type TaskRow, type TaskStatus } from './taskRow.js';
+import { isResolved } from '../taskStates.js';
 
 /** Taskcluster allows at most 50 runs of a task. */
 export const MAX_RUNS = 50;
@@ -11,7 +12,7 @@ export const MAX_RUNS = 50;
 /** Why a task cannot be rerun, or undefined when it can (or when rerunning it is a no-op). */
 export function rerunRefusal(row: TaskRow, now: Date): string | undefined {
   if (row.deadline <= now) return `task ${row.task_id} is past its deadline`;
-  if (isResolvedState(row.state) && row.runs.length >= MAX_RUNS) return `task ${row.task_id} has reached ${MAX_RUNS} runs`;
+  if (isResolved(row.state) && row.runs.length >= MAX_RUNS) return `task ${row.task_id} has reached ${MAX_RUNS} runs`;
   return undefined;
 }
 

@@ -1,12 +1,12 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { notifySoon, prepared, type Queryable } from '../db/pool.js';
-import { TgsError } from '../errors.js';
+import { TgsError, type ErrorCode } from '../errors.js';
 import { OUTBOX_CHANNEL, outboxInsert, outboxRows, type OutboxMessage } from '../exchanges/outbox.js';
 import { resolutionMessage, taskMessage } from './messages.js';
 import { PENDING_CHANNEL } from './notify.js';
 import type { GroupAnnouncer } from './groupAnnouncer.js';
-import { addPendingRun, loadTask, loadTasks, resolveLatestRun, saveTasks, taskStatus, type TaskRow, type TaskStatus } from './taskRow.js';
+import { addPendingRun, loadTask, loadTasks, resolveLatestRun, saveTasks, taskStatus, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
 
 export const EXCEPTION_REASONS = ['worker-shutdown', 'malformed-payload', 'resource-unavailable', 'internal-error', 'intermittent-task'] as const;
 
@@ -34,65 +34,196 @@ const REPORT_SQL = `WITH reported AS (
   )
   SELECT count(*) AS reported FROM reported`;
 
+/**
+ * REPORT_SQL for many tasks at once: one compare-and-set per task row ($1, sorted by taskId), the messages ($3)
+ * of the rows that were written, in their order ($4 names each message's task). The rows the statement did not
+ * write come back missing from its answer.
+ */
+const REPORTS_SQL = `WITH reported AS (
+    UPDATE tasks t SET state = v.state, runs = v.runs, retries_left = v.retries_left, taken_until = NULL, pending_since = v.pending_since
+    FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, read_runs jsonb, state text, runs jsonb, retries_left int, pending_since timestamptz)
+    WHERE t.task_id = v.task_id AND t.runs = v.read_runs AND t.task_id = ANY($2::text[])
+    RETURNING t.task_id
+  ), messages AS (
+    ${outboxInsert('$3')}
+    WHERE ($4::text[])[m.n::int] IN (SELECT task_id FROM reported)
+    ORDER BY m.n
+  )
+  SELECT task_id FROM reported`;
+
 // A report races only with its own run's reclaim and the sweeps: a few rereads at most.
 const MAX_REPORT_ATTEMPTS = 20;
 
+type Outcome = 'completed' | 'failed' | 'exception';
+
+/** What a report does to the task row it read: nothing (the same report again), or a write. */
+type ReportPlan =
+  | { write: false; status: TaskStatus }
+  | { write: true; readRuns: Run[]; row: TaskRow; messages: OutboxMessage[] };
+
 /**
- * reportCompleted / reportFailed / reportException. Reporting the same result again is a no-op (200);
- * anything else on a run that is not running is a 409. worker-shutdown and intermittent-task retry the task
- * (new run, reasonCreated retry / task-retry) while retries are left.
+ * The checks and the change of one report, on a row as read (changed in place when there is a write).
+ * Reporting the same result again changes nothing; anything else on a run that is not running is a 409.
+ * worker-shutdown and intermittent-task retry the task (new run, reasonCreated retry / task-retry) while
+ * retries are left.
  */
+function planReport(config: Config, row: TaskRow | undefined, taskId: string, runId: number, state: Outcome, reason: string | undefined, now: Date): ReportPlan {
+  if (!row) throw new TgsError('ResourceNotFound', `task ${taskId} not found`);
+  const run = row.runs[runId];
+  if (!run) throw new TgsError('ResourceNotFound', `task ${taskId} has no run ${runId}`);
+  const reasonResolved = state === 'exception' ? (reason as string) : state;
+  if (run.state === state && run.reasonResolved === reasonResolved) return { write: false, status: taskStatus(row) };
+  if (run.state !== 'running' || runId !== row.runs.length - 1) {
+    throw new TgsError('RequestConflict', `run ${runId} of task ${taskId} is ${run.state}, not running`);
+  }
+  const readRuns = row.runs;
+  resolveLatestRun(row, state, reasonResolved, now);
+  const messages: OutboxMessage[] = [resolutionMessage(config, row, runId)];
+  if (state === 'exception' && (reason === 'worker-shutdown' || reason === 'intermittent-task') && row.retries_left > 0) {
+    row.retries_left--;
+    const retry = addPendingRun(row, reason === 'worker-shutdown' ? 'retry' : 'task-retry', now);
+    messages.push(taskMessage(config, 'task-pending', row, retry.runId));
+  }
+  return { write: true, readRuns, row, messages };
+}
+
+/** The time a pending row waits from (claimWork's FIFO), null for the rest. */
+const pendingSince = (row: TaskRow) => (row.state === 'pending' ? row.runs[row.runs.length - 1].scheduled : null);
+
+/** After reports committed: wake the relay, the claimers of tasks that became pending, the group check of the rest. */
+function announceReports(pool: pg.Pool, groups: Pick<GroupAnnouncer, 'note'>, rows: TaskRow[]): void {
+  notifySoon(pool, OUTBOX_CHANNEL, '');
+  for (const row of rows) {
+    if (row.state === 'pending') notifySoon(pool, PENDING_CHANNEL, `${row.provisioner_id}/${row.worker_type}`);
+    else groups.note(row.task_group_id);
+  }
+}
+
+const keptChanging = (taskId: string, runId: number) =>
+  new TgsError('InternalServerError', `task ${taskId} kept changing while run ${runId} was being reported; report again`);
+
+/** reportCompleted / reportFailed / reportException (see planReport). */
 export async function resolveRun(
   pool: pg.Pool,
   config: Config,
   groups: Pick<GroupAnnouncer, 'note'>,
   taskId: string,
   runId: number,
-  state: 'completed' | 'failed' | 'exception',
+  state: Outcome,
   reason?: string,
 ): Promise<TaskStatus> {
   for (let attempt = 1; ; attempt++) {
-    const row = await loadTask(pool, taskId);
-    if (!row) throw new TgsError('ResourceNotFound', `task ${taskId} not found`);
-    const run = row.runs[runId];
-    if (!run) throw new TgsError('ResourceNotFound', `task ${taskId} has no run ${runId}`);
-    const reasonResolved = state === 'exception' ? (reason as string) : state;
-    if (run.state === state && run.reasonResolved === reasonResolved) return taskStatus(row);
-    if (run.state !== 'running' || runId !== row.runs.length - 1) {
-      throw new TgsError('RequestConflict', `run ${runId} of task ${taskId} is ${run.state}, not running`);
-    }
-    const readRuns = row.runs;
-    const now = new Date();
-    resolveLatestRun(row, state, reasonResolved, now);
-    const messages: OutboxMessage[] = [resolutionMessage(config, row, runId)];
-    if (state === 'exception' && (reason === 'worker-shutdown' || reason === 'intermittent-task') && row.retries_left > 0) {
-      row.retries_left--;
-      const retry = addPendingRun(row, reason === 'worker-shutdown' ? 'retry' : 'task-retry', now);
-      messages.push(taskMessage(config, 'task-pending', row, retry.runId));
-    }
-    const pending = row.state === 'pending';
+    const plan = planReport(config, await loadTask(pool, taskId), taskId, runId, state, reason, new Date());
+    if (!plan.write) return plan.status;
+    const { row } = plan;
     const { rows } = await pool.query<{ reported: number }>(
       prepared(REPORT_SQL, [
         taskId,
-        JSON.stringify(readRuns),
+        JSON.stringify(plan.readRuns),
         row.state,
         JSON.stringify(row.runs),
         row.retries_left,
-        pending ? row.runs[row.runs.length - 1].scheduled : null,
-        JSON.stringify(outboxRows(messages)),
+        pendingSince(row),
+        JSON.stringify(outboxRows(plan.messages)),
       ]),
     );
     if (rows[0].reported === 1) {
-      notifySoon(pool, OUTBOX_CHANNEL, '');
-      if (pending) notifySoon(pool, PENDING_CHANNEL, `${row.provisioner_id}/${row.worker_type}`);
-      else groups.note(row.task_group_id);
+      announceReports(pool, groups, [row]);
       return taskStatus(row);
     }
-    if (attempt >= MAX_REPORT_ATTEMPTS) {
-      throw new TgsError('InternalServerError', `task ${taskId} kept changing while run ${runId} was being reported; report again`);
-    }
+    if (attempt >= MAX_REPORT_ATTEMPTS) throw keptChanging(taskId, runId);
   }
 }
+
+/** One item of a batch of reports (the reportResolutions endpoint). */
+export interface Resolution {
+  taskId: string;
+  runId: number;
+  outcome: Outcome;
+  /** for `exception` only: reportException's reason */
+  reason?: (typeof EXCEPTION_REASONS)[number];
+}
+
+/** A batch item's answer: the task's status as the single report answers it, or the error it would refuse with. */
+export type ResolutionResult =
+  | { taskId: string; runId: number; status: TaskStatus }
+  | { taskId: string; runId: number; error: { code: ErrorCode; message: string } };
+
+/**
+ * Resolves many runs as that many single reports in the batch's order would (resolveRun), with one read and
+ * one compare-and-set statement for the batch. A task named more than once is changed in memory item after
+ * item and written once; the answers of its items after its first change stand only if that write does. A
+ * task that changed since it was read (or a deadlock with another writer, which rolls the statement back) is
+ * read again for its items alone. Per-item refusals (404, 409) are answers, not errors.
+ */
+export async function resolveRuns(pool: pg.Pool, config: Config, groups: Pick<GroupAnnouncer, 'note'>, resolutions: Resolution[]): Promise<ResolutionResult[]> {
+  const results: (ResolutionResult | undefined)[] = resolutions.map(() => undefined);
+  for (let attempt = 1; ; attempt++) {
+    const open = resolutions.flatMap((_, i) => (results[i] ? [] : [i]));
+    if (open.length === 0) return results as ResolutionResult[];
+    if (attempt > MAX_REPORT_ATTEMPTS) {
+      for (const i of open) results[i] = answerError(resolutions[i], keptChanging(resolutions[i].taskId, resolutions[i].runId));
+      return results as ResolutionResult[];
+    }
+    const now = new Date();
+    const rows = new Map((await loadTasks(pool, [...new Set(open.map((i) => resolutions[i].taskId))])).map((r) => [r.task_id, r]));
+    /** taskId → the runs as read (the compare-and-set's condition) and the items whose answers need the write */
+    const writes = new Map<string, { readRuns: Run[]; row: TaskRow; items: number[] }>();
+    const messages: OutboxMessage[] = [];
+    const messageTasks: string[] = [];
+    for (const i of open) {
+      const { taskId, runId, outcome, reason } = resolutions[i];
+      const write = writes.get(taskId);
+      let plan: ReportPlan;
+      try {
+        plan = planReport(config, rows.get(taskId), taskId, runId, outcome, reason, now);
+      } catch (err) {
+        if (!(err instanceof TgsError)) throw err;
+        results[i] = answerError(resolutions[i], err);
+        write?.items.push(i);
+        continue;
+      }
+      results[i] = { taskId, runId, status: plan.write ? taskStatus(plan.row) : plan.status };
+      if (write) write.items.push(i);
+      else if (plan.write) writes.set(taskId, { readRuns: plan.readRuns, row: plan.row, items: [i] });
+      if (!plan.write) continue;
+      messages.push(...plan.messages);
+      messageTasks.push(...plan.messages.map(() => taskId));
+    }
+    if (writes.size === 0) continue;
+    const taskIds = [...writes.keys()].sort();
+    const reported = await writeReports(pool, taskIds.map((id) => writes.get(id) as { readRuns: Run[]; row: TaskRow }), messages, messageTasks);
+    for (const [taskId, write] of writes) if (!reported.has(taskId)) for (const i of write.items) results[i] = undefined;
+    const written = taskIds.filter((id) => reported.has(id)).map((id) => (writes.get(id) as { row: TaskRow }).row);
+    if (written.length > 0) announceReports(pool, groups, written);
+  }
+}
+
+const answerError = (r: Resolution, err: TgsError): ResolutionResult => ({ taskId: r.taskId, runId: r.runId, error: { code: err.code, message: err.message } });
+
+/** REPORTS_SQL: the taskIds it wrote; none when the statement lost a deadlock (rolled back: nothing written). */
+async function writeReports(pool: pg.Pool, writes: { readRuns: Run[]; row: TaskRow }[], messages: OutboxMessage[], messageTasks: string[]): Promise<Set<string>> {
+  const rows = writes.map(({ readRuns, row }) => ({
+    task_id: row.task_id,
+    read_runs: readRuns,
+    state: row.state,
+    runs: row.runs,
+    retries_left: row.retries_left,
+    pending_since: pendingSince(row),
+  }));
+  try {
+    const result = await pool.query<{ task_id: string }>(
+      prepared(REPORTS_SQL, [JSON.stringify(rows), rows.map((r) => r.task_id), JSON.stringify(outboxRows(messages)), messageTasks]),
+    );
+    return new Set(result.rows.map((r) => r.task_id));
+  } catch (err) {
+    if ((err as { code?: string }).code === DEADLOCK_DETECTED) return new Set();
+    throw err;
+  }
+}
+
+/** Postgres' SQLSTATE for a statement chosen to break a lock cycle: its transaction rolled back. */
+const DEADLOCK_DETECTED = '40P01';
 
 /** Moves takenUntil forward for the running latest run. */
 export async function reclaimRun(db: Queryable, config: Config, taskId: string, runId: number): Promise<{ row: TaskRow; takenUntil: Date }> {

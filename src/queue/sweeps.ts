@@ -5,8 +5,10 @@ import { applyChange } from './applyChange.js';
 import { announceResolvedGroups } from './taskGroups.js';
 import { deleteExpiredClients } from '../auth/clients.js';
 import { resolutionMessage, taskMessage } from './messages.js';
-import { addPendingRun, isResolvedState, resolveLatestRun } from './taskRow.js';
+import { addPendingRun, resolveLatestRun } from './taskRow.js';
+import { isResolved } from '../taskStates.js';
 import type { OutboxMessage } from '../exchanges/outbox.js';
+import { OutageLog } from '../outageLog.js';
 
 const BATCH = 500;
 
@@ -41,13 +43,16 @@ export function expireClaims(pool: pg.Pool, config: Config): Promise<number> {
 /** Deadline: every unresolved task past its deadline → exception deadline-exceeded. */
 export function resolveDeadlines(pool: pg.Pool, config: Config): Promise<number> {
   return sweep(pool, config, `state IN ('unscheduled', 'pending', 'running') AND deadline <= now()`, (row) => {
-    if (isResolvedState(row.state)) return undefined;
+    if (isResolved(row.state)) return undefined;
     const run = resolveLatestRun(row, 'exception', 'deadline-exceeded', new Date());
     return [resolutionMessage(config, row, run.runId)];
   });
 }
 
-/** Expiry: tasks past `expires` go, with their dependency rows, artifacts and empty groups. */
+/**
+ * Expiry: tasks past `expires` go, with their dependency rows, artifacts and empty groups, and with a group
+ * the task-graph of the same id (a graph's tasks are its group) and its nodes (ON DELETE CASCADE).
+ */
 export async function deleteExpired(pool: pg.Pool): Promise<number> {
   return withTransaction(pool, async (client) => {
     const { rows } = await client.query<{ task_id: string }>(
@@ -61,18 +66,28 @@ export async function deleteExpired(pool: pg.Pool): Promise<number> {
     await client.query(
       `DELETE FROM artifacts WHERE (task_id, run_id, name) IN (SELECT task_id, run_id, name FROM artifacts WHERE expires < now() LIMIT ${BATCH})`,
     );
-    await client.query(
-      `DELETE FROM task_groups g WHERE g.expires < now() AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_group_id = g.task_group_id)`,
+    const { rowCount } = await client.query(
+      `WITH gone AS (
+         DELETE FROM task_groups g WHERE g.expires < now() AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_group_id = g.task_group_id)
+         RETURNING task_group_id)
+       DELETE FROM task_graphs WHERE task_graph_id IN (SELECT task_group_id FROM gone)`,
     );
-    return ids.length;
+    return ids.length + (rowCount ?? 0);
   });
 }
 
-/** Runs every sweep every interval until stopped; a failing sweep is logged and tried again next time. */
-export function startSweeps(pool: pg.Pool, config: Config, log: (line: string) => void = (l) => console.error(l)) {
+/** A sweep another module owns (e.g. the scheduler's), run with the queue's. */
+export type ExtraSweep = readonly [name: string, run: () => Promise<number>];
+
+/**
+ * Runs every sweep every interval until stopped; a failing sweep is tried again next time, and logged when it
+ * starts failing and when it works again (a database outage is two lines, not one per sweep and interval).
+ */
+export function startSweeps(pool: pg.Pool, config: Config, log: (line: string) => void = (l) => console.error(l), extra: ExtraSweep[] = []) {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
+  const outages = new Map<string, OutageLog>();
   const tick = async () => {
     for (const [name, fn] of [
       ['claim expiry', () => expireClaims(pool, config)],
@@ -80,12 +95,16 @@ export function startSweeps(pool: pg.Pool, config: Config, log: (line: string) =
       ['expiry', () => deleteExpired(pool)],
       ['task-group-resolved', () => announceResolvedGroups(pool, config)],
       ['client expiry', () => deleteExpiredClients(pool)],
+      ...extra,
     ] as const) {
+      const outage = outages.get(name) ?? new OutageLog(log, `sweep ${name}`);
+      outages.set(name, outage);
       try {
         // drain: a full batch means there may be more
         while (!stopped && (await fn()) >= BATCH);
+        outage.recovered();
       } catch (err) {
-        if (!stopped) log(`sweep ${name} failed: ${(err as Error).message}`);
+        if (!stopped) outage.failed(err, `tried again every ${config.sweepIntervalMs} ms`);
       }
     }
   };

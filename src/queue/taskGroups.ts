@@ -46,3 +46,23 @@ export async function announceResolvedGroups(pool: pg.Pool, config: Config, limi
   await withTransaction(pool, (client) => resolveTaskGroupsIfDone(client, config, rows.map((r) => r.task_group_id)));
   return rows.length;
 }
+
+export interface TaskGroupRow {
+  task_group_id: string;
+  scheduler_id: string;
+  expires: Date;
+  sealed: Date | null;
+}
+
+export async function getTaskGroup(db: Queryable, taskGroupId: string): Promise<TaskGroupRow | undefined> {
+  const { rows } = await db.query<TaskGroupRow>(
+    'SELECT task_group_id, scheduler_id, expires, sealed FROM task_groups WHERE task_group_id = $1',
+    [taskGroupId],
+  );
+  return rows[0];
+}
+
+/** A sealed group accepts no new tasks; sealing again keeps the first time. */
+export async function sealTaskGroup(db: Queryable, taskGroupId: string): Promise<void> {
+  await db.query('UPDATE task_groups SET sealed = coalesce(sealed, now()) WHERE task_group_id = $1', [taskGroupId]);
+}

@@ -1,21 +1,11 @@
 import { prepared, type Queryable } from '../db/pool.js';
+import { isResolved, type TaskState } from '../taskStates.js';
+import type { RunOf } from './run.js';
 
-export type TaskState = 'unscheduled' | 'pending' | 'running' | 'completed' | 'failed' | 'exception';
 export type RunState = Exclude<TaskState, 'unscheduled'>;
 
 /** One element of Taskcluster's `runs` array (index = runId). */
-export interface Run {
-  runId: number;
-  state: RunState;
-  reasonCreated: 'scheduled' | 'retry' | 'task-retry' | 'rerun' | 'exception';
-  reasonResolved?: string;
-  workerGroup?: string;
-  workerId?: string;
-  takenUntil?: string;
-  scheduled: string;
-  started?: string;
-  resolved?: string;
-}
+export type Run = RunOf<RunState>;
 
 export interface TaskRow {
   task_id: string;
@@ -76,8 +66,6 @@ export function taskStatus(row: TaskRow): TaskStatus {
     runs: row.runs,
   };
 }
-
-export const isResolvedState = (s: TaskState) => s === 'completed' || s === 'failed' || s === 'exception';
 
 /** Loads rows (locked FOR UPDATE when asked), keyed by taskId. */
 export async function loadTasks(db: Queryable, taskIds: string[], lock: 'update' | 'none' = 'none'): Promise<TaskRow[]> {
@@ -140,7 +128,7 @@ export function addPendingRun(row: TaskRow, reasonCreated: Run['reasonCreated'],
 /** Resolves the latest run (adds an exception run to a task that has none, as Taskcluster does). */
 export function resolveLatestRun(row: TaskRow, state: 'completed' | 'failed' | 'exception', reasonResolved: string, now: Date): Run {
   let run = row.runs[row.runs.length - 1];
-  if (!run || isResolvedState(run.state)) {
+  if (!run || isResolved(run.state)) {
     run = { runId: row.runs.length, state: 'pending', reasonCreated: 'exception', scheduled: now.toISOString() };
     row.runs = [...row.runs, run];
   }
@@ -151,4 +139,62 @@ export function resolveLatestRun(row: TaskRow, state: 'completed' | 'failed' | '
   row.state = state;
   row.taken_until = null;
   return resolved;
+}
+
+/** A task's row and its stored definition: what the list endpoints show of each task. */
+export type TaskWithDefinition = TaskRow & { definition: Record<string, unknown> };
+
+/** The task definition as stored (defaults filled in). */
+export async function loadDefinition(db: Queryable, taskId: string): Promise<Record<string, unknown> | undefined> {
+  const { rows } = await db.query<{ definition: Record<string, unknown> }>('SELECT definition FROM tasks WHERE task_id = $1', [taskId]);
+  return rows[0]?.definition;
+}
+
+/** The scopes a task's definition grants its runs (none for a task that does not exist). */
+export async function loadTaskScopes(db: Queryable, taskId: string): Promise<string[]> {
+  const { rows } = await db.query<{ scopes: string[] }>(
+    `SELECT ARRAY(SELECT jsonb_array_elements_text(definition->'scopes')) AS scopes FROM tasks WHERE task_id = $1`,
+    [taskId],
+  );
+  return rows[0]?.scopes ?? [];
+}
+
+export async function taskExists(db: Queryable, taskId: string): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM tasks WHERE task_id = $1', [taskId]);
+  return rowCount !== 0;
+}
+
+/** Up to `limit` tasks of a group with taskId after `after`, in taskId order. */
+export async function listGroupTasks(db: Queryable, taskGroupId: string, after: string, limit: number): Promise<TaskWithDefinition[]> {
+  const { rows } = await db.query<TaskWithDefinition>(
+    `SELECT ${TASK_COLUMNS}, definition FROM tasks WHERE task_group_id = $1 AND task_id > $2 ORDER BY task_id LIMIT $3`,
+    [taskGroupId, after, limit],
+  );
+  return rows;
+}
+
+/** Up to `limit` tasks that depend on `taskId`, with taskId after `after`, in taskId order. */
+export async function listDependentTasks(db: Queryable, taskId: string, after: string, limit: number): Promise<TaskWithDefinition[]> {
+  const { rows } = await db.query<TaskWithDefinition>(
+    `SELECT ${TASK_COLUMNS}, definition FROM tasks WHERE task_id IN (
+       SELECT dependent_task_id FROM task_dependencies WHERE required_task_id = $1 AND dependent_task_id > $2
+       ORDER BY dependent_task_id LIMIT $3)
+     ORDER BY task_id`,
+    [taskId, after, limit],
+  );
+  return rows;
+}
+
+/** The taskIds of a group's unscheduled, pending and running tasks. */
+export async function unresolvedTaskIds(db: Queryable, taskGroupId: string): Promise<string[]> {
+  const { rows } = await db.query<{ task_id: string }>(
+    `SELECT task_id FROM tasks WHERE task_group_id = $1 AND state IN ('unscheduled', 'pending', 'running')`,
+    [taskGroupId],
+  );
+  return rows.map((r) => r.task_id);
+}
+
+export async function countGroupTasks(db: Queryable, taskGroupId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM tasks WHERE task_group_id = $1', [taskGroupId]);
+  return rows[0].n;
 }

@@ -10,6 +10,7 @@ import { createTaskScopes } from '../queue/createTaskScopes.js';
 import { taskGraphSchema, type TaskGraphInputBody } from './graphSchema.js';
 import { describeGraphErrors, prepareGraphNodes } from './prepareGraph.js';
 import { appendMemberNodes, getGraph, type GraphRow } from './graphStore.js';
+import { refuseOverNodeLimit } from './nodeLimit.js';
 
 export interface CreatedGraph {
   graph: GraphRow;
@@ -84,7 +85,7 @@ function distinctCreateTaskScopes(nodes: { definition: Parameters<typeof createT
 }
 
 /**
- * Validates a seed 000 graph and stores it with all its tasks in one transaction: the graph row, its
+ * Validates a task-graph (docs/formats.md) and stores it with all its tasks in one transaction: the graph row, its
  * nodes and every task (unscheduled: the workflow schedules the roots). Idempotent: the same graph
  * again returns what was stored; a different graph under the same id is a conflict.
  * `authorize` receives the scopes the caller needs before anything is written.
@@ -96,16 +97,20 @@ export async function createTaskGraph(
   options: { authorize?: (expr: ScopeExpression) => void; now?: Date } = {},
 ): Promise<CreatedGraph & { created: boolean }> {
   const { config, pool } = deps;
+  // Before any work on the body: a caller who may not create graphs at all learns it at once.
+  options.authorize?.('scheduler:create-task-graph');
   const graph = validateInput<TaskGraphInputBody>(taskGraphSchema, body);
+  // Before looking the id up: a caller without the scope learns nothing about which graphs exist.
+  options.authorize?.('scheduler:create-task-graph');
   const hash = graphHash(graph);
   const already = await getGraph(pool, taskGraphId);
   if (already) {
     if (already.graph_hash !== hash) {
       throw new TgsError('RequestConflict', `task-graph ${taskGraphId} already exists with a different definition`);
     }
-    options.authorize?.('scheduler:create-task-graph');
     return { ...(await existingResult(pool, already)), created: false };
   }
+  refuseOverNodeLimit(config, taskGraphId, 0, Object.keys(graph.tasks).length);
   const now = options.now ?? new Date();
   const { nodes, errors } = prepareGraphNodes({ config, taskGraphId, graphRouting: graph.routing, tasks: graph.tasks, now });
   if (errors.size > 0) throw new TgsError('InputValidationError', describeGraphErrors(errors), { labels: [...errors.keys()].sort() });
@@ -124,6 +129,12 @@ export async function createTaskGraph(
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
         [taskGraphId, config.schedulerId, graph.routing, hash, graph.scopes, graph.metadata, graph.tags],
       );
+      // A graph owns its task group: it may not take over a group someone's createTask calls made already.
+      // After the graph row, so two identical PUTs racing still meet on its primary key (below), not here.
+      const group = await client.query('SELECT 1 FROM task_groups WHERE task_group_id = $1', [taskGraphId]);
+      if ((group.rowCount ?? 0) > 0) {
+        throw new TgsError('RequestConflict', `task group ${taskGraphId} exists already: a task-graph's id must name a new task group`);
+      }
       await appendMemberNodes(client, taskGraphId, 0, nodes, new Map());
       await createTasks(client, config, nodes.map((n) => ({ taskId: n.taskId, definition: n.definition })), { scheduleIndependent: false });
       return {

@@ -9,9 +9,10 @@ import { createTaskScopes } from '../queue/createTaskScopes.js';
 import { extendSchema, type GraphNodeInput } from './graphSchema.js';
 import { describeGraphErrors, prepareGraphNodes } from './prepareGraph.js';
 import { appendMemberNodes, getGraph, memberIndex, type GraphRow } from './graphStore.js';
+import { refuseOverNodeLimit } from './nodeLimit.js';
 
 /**
- * Seed 000 operation A: adds tasks to a running (or blocked) graph; they may require existing labels.
+ * Operation G2, extend (docs/formats.md § Graph operations): adds tasks to a running (or blocked) graph; they may require existing labels.
  * Under the graph row lock, so it cannot race the workflow declaring the graph finished.
  */
 export async function extendTaskGraph(
@@ -27,6 +28,7 @@ export async function extendTaskGraph(
     if (graph.state === 'finished' || graph.state === 'canceled') {
       throw new TgsError('RequestConflict', `task-graph ${taskGraphId} is ${graph.state}; only a running or blocked graph can be extended`);
     }
+    refuseOverNodeLimit(deps.config, taskGraphId, graph.node_count, Object.keys(tasks).length);
     const existing = await memberIndex(client, taskGraphId);
     const { nodes, errors } = prepareGraphNodes({
       config: deps.config,

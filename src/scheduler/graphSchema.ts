@@ -1,6 +1,6 @@
 import type { JsonSchema } from '../api/endpoint.js';
 
-/** Limits of one task-graph. A 100,000-task graph is the design target (issue 3). */
+/** Limits of one task-graph. A 100,000-task graph is the design target (docs/benchmarks.md measures it). */
 export const MAX_GRAPH_TASKS = 200_000;
 export const MAX_RERUNS = 100;
 export const LABEL_PATTERN = '^[A-Za-z0-9_./:@+-]{1,255}$';
@@ -17,7 +17,7 @@ const node: JsonSchema = {
   },
 };
 
-/** Seed 000's task-graph format plus optional scopes, metadata and tags. */
+/** The task-graph format (docs/formats.md) plus optional scopes, metadata and tags. */
 export const taskGraphSchema: JsonSchema = {
   $id: 'tgs:task-graph',
   type: 'object',
@@ -80,7 +80,7 @@ const statusProperties = {
   routing: { type: 'string' },
 };
 
-/** Seed 000's task-graph status structure. */
+/** The task-graph status structure (docs/formats.md § Task-graph status). */
 export const graphStatusSchema: JsonSchema = {
   type: 'object',
   additionalProperties: false,

@@ -1,6 +1,7 @@
 import type pg from 'pg';
-import type { Queryable } from '../db/pool.js';
+import { prepared, type Queryable } from '../db/pool.js';
 import type { GraphMeta, GraphState, NodePage, QueueTaskState } from '../workflows/contract.js';
+import { MISSING_TASK_CHAR, TASK_STATE_CHAR } from '../taskStates.js';
 import { TgsError } from '../errors.js';
 import type { PreparedNode } from './prepareGraph.js';
 
@@ -43,6 +44,7 @@ export function graphMeta(row: GraphRow): GraphMeta {
     routing: row.routing,
     nodeCount: row.node_count,
     state: row.state,
+    origin: row.origin,
   };
 }
 
@@ -53,6 +55,15 @@ export async function memberIndex(db: Queryable, taskGraphId: string): Promise<M
     [taskGraphId],
   );
   return new Map(rows.map((r) => [r.label, { taskId: r.task_id, idx: r.idx }]));
+}
+
+/** Which of these taskIds are member tasks of the graph (activities act on nothing else, whatever they are told). */
+export async function graphMembers(db: Queryable, taskGraphId: string, taskIds: string[]): Promise<Set<string>> {
+  if (taskIds.length === 0) return new Set();
+  const { rows } = await db.query<{ task_id: string }>(
+    prepared('SELECT task_id FROM graph_nodes WHERE task_graph_id = $1 AND member AND task_id = ANY($2)', [taskGraphId, taskIds]),
+  );
+  return new Set(rows.map((r) => r.task_id));
 }
 
 /**
@@ -94,15 +105,6 @@ export async function appendMemberNodes(
   return end;
 }
 
-export const QUEUE_STATE_CHAR: Record<QueueTaskState, string> = {
-  unscheduled: 'u',
-  pending: 'p',
-  running: 'r',
-  completed: 'c',
-  failed: 'f',
-  exception: 'e',
-};
-
 /** Nodes [fromIdx, fromIdx+limit) in the compact form the workflow loads. */
 export async function loadNodePage(db: Queryable, taskGraphId: string, fromIdx: number, limit: number, withQueueState: boolean): Promise<NodePage> {
   const { rows } = await db.query<{
@@ -137,7 +139,7 @@ export async function loadNodePage(db: Queryable, taskGraphId: string, fromIdx: 
     labels: rows.map((r) => (r.member && r.label !== r.task_id ? (r.label ?? '') : '')),
   };
   if (withQueueState) {
-    page.queueStates = rows.map((r) => (r.state ? QUEUE_STATE_CHAR[r.state] : '-')).join('');
+    page.queueStates = rows.map((r) => (r.state ? TASK_STATE_CHAR[r.state] : MISSING_TASK_CHAR)).join('');
     page.latestRuns = rows.map((r) => r.latest_run ?? -1);
   }
   return page;

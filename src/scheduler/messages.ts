@@ -5,7 +5,7 @@ import { validateInput } from '../api/validate.js';
 import { graphStatusSchema } from './graphSchema.js';
 import type { GraphState } from '../workflows/contract.js';
 
-/** Body of every scheduler exchange message (seed 004): the task-graph status, plus the blocking task. */
+/** Body of every scheduler exchange message (docs/formats.md § Scheduler exchanges): the task-graph status, plus the blocking task. */
 export const graphMessageSchema = {
   $id: 'tgs:task-graph-message',
   type: 'object',

@@ -78,7 +78,7 @@ export function labelsOnCycles(nodes: Map<string, { requires: string[] }>): stri
 }
 
 /**
- * Turns seed 000 nodes into queue task definitions: taskIds, `$subs`, schedulerId, taskGroupId, routing
+ * Turns task-graph nodes (docs/formats.md) into queue task definitions: taskIds, `$subs`, schedulerId, taskGroupId, routing
  * `<graph.routing>.<task.routing>` (`_` for an empty part, so routing-key positions stay fixed) and
  * dependencies from `requires`. Collects every problem by label instead of stopping at the first.
  */
@@ -124,13 +124,15 @@ export function prepareGraphNodes(options: {
     const taskRouting = task.routing ?? '';
     if (typeof taskRouting !== 'string' || !TASK_ROUTING_PATTERN.test(taskRouting)) {
       fail(label, 'task.routing must be at most 10 characters of [A-Za-z0-9_-]');
+      // not a string (an object without a prototype cannot even be printed): nothing below can use it
+      continue;
     }
     const taskId = newIds.get(label) as string;
     const definitionInput = {
       ...task,
       schedulerId: config.schedulerId,
       taskGroupId: taskGraphId,
-      routing: `${graphRouting || '_'}.${(taskRouting as string) || '_'}`,
+      routing: `${graphRouting || '_'}.${taskRouting || '_'}`,
       dependencies: node.requires.map((r) => taskIdOf(r)).filter((id): id is string => id !== undefined),
     };
     const result = validateTaskDefinition(definitionInput, taskId, now);

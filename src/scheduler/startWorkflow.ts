@@ -1,12 +1,8 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import { defineSearchAttributeKey } from '@temporalio/common';
 import type { Config } from '../config.js';
 import type { LazyTemporalClient } from '../temporal/connection.js';
 import { SEARCH_ATTRIBUTES, WORKFLOW_TYPE, workflowIdFor, type TaskGraphInput } from '../workflows/contract.js';
 import { TgsError } from '../errors.js';
-
-export const stateKey = defineSearchAttributeKey(SEARCH_ATTRIBUTES.state, 'KEYWORD');
-export const schedulerIdKey = defineSearchAttributeKey(SEARCH_ATTRIBUTES.schedulerId, 'KEYWORD');
 
 /**
  * Starts the graph's workflow; a workflow that exists already (running or closed) is left alone, so
@@ -34,8 +30,8 @@ export async function startGraphWorkflow(
       args: [input],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
       typedSearchAttributes: [
-        { key: stateKey, value: 'running' },
-        { key: schedulerIdKey, value: config.schedulerId },
+        { key: SEARCH_ATTRIBUTES.state, value: 'running' },
+        { key: SEARCH_ATTRIBUTES.schedulerId, value: config.schedulerId },
       ],
       staticSummary: `task-graph ${graph.name ? `“${graph.name}” ` : ''}· ${graph.taskCount} tasks · routing ${graph.routing || '_'}`,
     });

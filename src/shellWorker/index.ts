@@ -1,9 +1,12 @@
 import { hostname } from 'node:os';
 import { ApiClient, TgsApiError, type TgsCredentials } from '../client/http.js';
+import { TgsClient } from '../client/tgsClient.js';
+import { ReportBatcher } from './reports.js';
 import { runTask, type ClaimedRun, type RunOutcome } from './runTask.js';
+import { resolveTaskUser } from './taskUser.js';
 
 export { parseShellPayload, shellPayloadSchema, type ShellPayload, type ArtifactSpec } from './payload.js';
-export { LIVE_LOG, type RunOutcome } from './runTask.js';
+export type { RunOutcome } from './runTask.js';
 
 export interface ShellWorkerOptions {
   /** where the API runs, e.g. http://127.0.0.1:8080 */
@@ -20,10 +23,22 @@ export interface ShellWorkerOptions {
   workerId?: string;
   /** parent directory of the per-task working directories (default: the OS temp dir) */
   workDir?: string;
+  /**
+   * Run every task as this OS user (the worker must be root): tasks then cannot read the worker's environment
+   * (/proc/<pid>/environ) or files. Without it, tasks run as the worker's own user and can read its credentials.
+   */
+  taskUser?: string;
   /** how often the live log is re-uploaded while a task runs (default 1000 ms) */
   logIntervalMs?: number;
   /** the worker's own log lines (default: console.log with a `shell-worker:` prefix) */
   log?: (line: string) => void;
+  /**
+   * Send the reports of runs that end together in one reportResolutions call, signed with `credentials`
+   * (default true). That client then needs `queue:resolve-task:<taskId>/<runId>` of the runs (in practice
+   * `queue:resolve-task:*`); when it lacks them, or the server has no such endpoint, the first refused batch
+   * switches the worker to one call per report, each signed with its run's credentials.
+   */
+  batchReports?: boolean;
   /** called with each run's outcome (tests, `tgs dev`'s counters) */
   onRun?: (run: { taskId: string; runId: number; outcome: RunOutcome }) => void;
 }
@@ -48,7 +63,7 @@ function defaultWorkerId(): string {
   return `${host.slice(0, 38 - pid.length)}${pid}`;
 }
 
-/** Claims tasks of one worker pool and runs them as shell commands (see issue 4 / README "tgs shell-worker"). */
+/** Claims tasks of one worker pool and runs them as shell commands (README "tgs shell-worker"). */
 export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
   const workerGroup = options.workerGroup ?? 'tgs-shell';
   const workerId = options.workerId ?? defaultWorkerId();
@@ -58,16 +73,22 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
   if (!Number.isInteger(options.capacity) || options.capacity < 1 || options.capacity > 32) {
     throw new Error(`--capacity ${options.capacity}: give a whole number from 1 to 32`);
   }
+  const taskUser = options.taskUser === undefined ? undefined : resolveTaskUser(options.taskUser);
   const log = options.log ?? ((line: string) => console.log(`shell-worker: ${line}`));
   const pool = `${options.provisionerId}/${options.workerType}`;
   const claimAbort = new AbortController();
   const shutdown = new AbortController();
   const claimer = new ApiClient(options.rootUrl, options.credentials, claimAbort.signal);
+  const reports = new ReportBatcher(
+    options.credentials && options.batchReports !== false ? new TgsClient({ rootUrl: options.rootUrl, credentials: options.credentials }) : undefined,
+    options.capacity,
+    log,
+  );
   const running = new Set<Promise<void>>();
   let wake: (() => void) | undefined;
 
   const start = (claim: ClaimedRun) => {
-    const p = runTask(claim, { rootUrl: options.rootUrl, workDir: options.workDir, logIntervalMs: options.logIntervalMs ?? 1000, log }, shutdown.signal)
+    const p = runTask(claim, { rootUrl: options.rootUrl, workDir: options.workDir, logIntervalMs: options.logIntervalMs ?? 1000, log, taskUser, reports }, shutdown.signal)
       .then(
         (outcome) => options.onRun?.({ taskId: claim.status.taskId, runId: claim.runId, outcome }),
         (err: unknown) => log(`${claim.status.taskId}/${claim.runId}: ${(err as Error).stack ?? String(err)}`),
@@ -81,7 +102,10 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
 
   const loop = async () => {
     let failures = 0;
-    log(`claiming tasks of ${pool} as ${workerGroup}/${workerId}, capacity ${options.capacity}, against ${options.rootUrl}`);
+    log(
+      `claiming tasks of ${pool} as ${workerGroup}/${workerId}, capacity ${options.capacity}, against ${options.rootUrl}; ` +
+        (taskUser ? `tasks run as ${taskUser.name} (uid ${taskUser.uid})` : 'tasks run as this worker\'s user (they can read its credentials; see --task-user)'),
+    );
     while (!shutdown.signal.aborted) {
       if (running.size >= options.capacity) {
         await new Promise<void>((resolve) => {

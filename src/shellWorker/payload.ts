@@ -5,7 +5,7 @@ import type { JsonSchema } from '../api/endpoint.js';
 export interface ArtifactSpec {
   /** artifact name, e.g. `public/build/app.tar.gz` (names under `public/` are readable without credentials) */
   name: string;
-  /** file path, relative to the task's working directory (or absolute) */
+  /** file path, relative to the task's working directory; absolute paths, `..` and symlinks leading out are malformed-payload */
   path: string;
   type: 'file';
   /** default: guessed from the file extension, else application/octet-stream */
@@ -69,11 +69,31 @@ const EXAMPLE = JSON.stringify({
   artifacts: [{ name: 'public/build/app.tar.gz', path: 'app.tar.gz', type: 'file' }],
 });
 
+/**
+ * Why an artifact path cannot name a file inside the task's directory (before anything runs; symlinks are checked
+ * after the command, see confine.ts), or undefined. The worker reads artifact files with its own rights, which with
+ * --task-user are root's: `/etc/shadow` or `../../root/...` would upload whatever the worker can read.
+ */
+export function artifactPathProblem(p: string): string | undefined {
+  if (p.includes('\0')) return 'contains a NUL character';
+  if (p.startsWith('/')) return 'is absolute: artifact paths are relative to the task\'s directory';
+  if (p.split('/').includes('..')) return 'contains `..`: artifact paths must stay inside the task\'s directory';
+  return undefined;
+}
+
 /** Validates (filling defaults) a copy of the payload; on failure, a message for the task's log. */
 export function parseShellPayload(payload: unknown): { payload: ShellPayload } | { error: string } {
   const copy = structuredClone(payload ?? {});
   const validate = compile(shellPayloadSchema);
-  if (validate(copy)) return { payload: copy as ShellPayload };
+  if (validate(copy)) {
+    const parsed = copy as ShellPayload;
+    const problems = parsed.artifacts.flatMap((a, i) => {
+      const problem = artifactPathProblem(a.path);
+      return problem ? [`payload.artifacts[${i}] (${a.name}): path ${JSON.stringify(a.path)} ${problem}`] : [];
+    });
+    if (problems.length === 0) return { payload: parsed };
+    return { error: ['The task payload is not valid for tgs shell-worker:', ...problems].join('\n') };
+  }
   return {
     error: [
       'The task payload is not valid for tgs shell-worker:',

@@ -1,13 +1,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { chown, mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ApiClient, TgsApiError, type TgsCredentials } from '../client/http.js';
+import type { Resolution } from '../client/tgsClient.js';
 import { ArtifactUploader } from './artifacts.js';
+import { locateConfined, readConfined } from './confine.js';
+import { LIVE_LOG } from '../queue/liveLogName.js';
 import { LiveLog } from './liveLog.js';
-import { guessContentType, parseShellPayload, type ShellPayload } from './payload.js';
+import { guessContentType, parseShellPayload, type ArtifactSpec, type ShellPayload } from './payload.js';
+import type { TaskUser } from './taskUser.js';
+import type { ReportBatcher } from './reports.js';
 
-export const LIVE_LOG = 'public/logs/live.log';
 const LOG_CONTENT_TYPE = 'text/plain; charset=utf-8';
 
 /** One entry of claimWork's answer (Taskcluster's shape). */
@@ -28,14 +32,18 @@ export interface RunOptions {
   /** how often the live log is re-uploaded while the command runs */
   logIntervalMs: number;
   log: (line: string) => void;
+  /** run the command as this user (the worker is root): the task directory is theirs, HOME is it */
+  taskUser?: TaskUser;
+  /** where the run's report goes out (with other runs' reports, or as its single call) */
+  reports: ReportBatcher;
 }
 
 export type RunOutcome = 'completed' | 'failed' | 'malformed-payload' | 'worker-shutdown' | 'claim-lost';
 
-/** Variables of the worker that a task must not see (its credentials). */
-const PRIVATE_ENV = /^(TGS|TASKCLUSTER)_(CLIENT_ID|ACCESS_TOKEN|CERTIFICATE|ROOT_ACCESS_TOKEN)$/;
+/** Variables of the worker that a task must not see (its credentials, and tgs's own services' URLs with passwords). */
+const PRIVATE_ENV = /^((TGS|TASKCLUSTER)_(CLIENT_ID|ACCESS_TOKEN|CERTIFICATE|ROOT_ACCESS_TOKEN)|DATABASE_URL|AMQP_URL)$/;
 
-function taskEnv(claim: ClaimedRun, rootUrl: string, workDir: string, payload: ShellPayload): NodeJS.ProcessEnv {
+function taskEnv(claim: ClaimedRun, rootUrl: string, workDir: string, payload: ShellPayload, user: TaskUser | undefined): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!PRIVATE_ENV.test(k)) env[k] = v;
   // `node` is always at hand for task commands (the one runtime tgs itself needs)
@@ -47,6 +55,8 @@ function taskEnv(claim: ClaimedRun, rootUrl: string, workDir: string, payload: S
     TGS_ROOT_URL: rootUrl,
     TASKCLUSTER_ROOT_URL: rootUrl,
   });
+  // the worker's HOME (root's) is not the task's: its own directory is the one place it can surely write
+  if (user) Object.assign(env, { HOME: workDir, USER: user.name, LOGNAME: user.name });
   return { ...env, ...payload.env };
 }
 
@@ -105,7 +115,10 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
     const path = `/task/${taskId}/runs/${runId}/${outcome}`;
     for (let attempt = 1; ; attempt++) {
       try {
-        await api.request('queue', 'POST', path, reason ? { reason } : undefined);
+        await options.reports.report(
+          { taskId, runId, outcome, ...(reason ? { reason: reason as Resolution['reason'] } : {}) },
+          () => api.request('queue', 'POST', path, reason ? { reason } : undefined),
+        );
         return;
       } catch (err) {
         // 409: the run is no longer ours (canceled, claim expired): nothing left to report
@@ -138,13 +151,24 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
   }
 
   const workDir = await mkdtemp(path.join(options.workDir ?? tmpdir(), `tgs-task-${taskId}-${runId}-`));
+  // taken before the command runs: artifact paths must resolve below this, whatever the task does to its directory
+  const realWorkDir = await realpath(workDir);
+  const user = options.taskUser;
+  if (user) await chown(workDir, user.uid, user.gid);
   const [file, args, shell] = typeof payload.command === 'string' ? ['/bin/sh', ['-c', payload.command], true] : [payload.command[0], payload.command.slice(1), false];
-  liveLog.note(`working directory ${workDir}`);
+  liveLog.note(`working directory ${workDir}${user ? `; running as ${user.name} (uid ${user.uid})` : ''}`);
   liveLog.note(`command ${shell ? `(sh -c) ${payload.command as string}` : JSON.stringify(payload.command)}; maxRunTime ${payload.maxRunTime} s`);
   const started = Date.now();
   let outcome: RunOutcome | undefined;
   let exitDescription = '';
-  const child = spawn(file, args, { cwd: workDir, env: taskEnv(claim, options.rootUrl, workDir, payload), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(file, args, {
+    cwd: workDir,
+    env: taskEnv(claim, options.rootUrl, workDir, payload, user),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+    // libuv also drops the worker's supplementary groups when it switches user
+    ...(user ? { uid: user.uid, gid: user.gid } : {}),
+  });
   child.stdout?.on('data', (d: Buffer) => liveLog.append(d));
   child.stderr?.on('data', (d: Buffer) => liveLog.append(d));
 
@@ -214,8 +238,9 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
 
   let result = outcome as RunOutcome;
   if (result === 'completed' || result === 'failed') {
-    const ok = await uploadArtifacts(payload, workDir, uploader, liveLog, expires);
-    if (!ok && result === 'completed') {
+    const uploaded = await uploadArtifacts(payload, realWorkDir, uploader, liveLog, expires);
+    if (uploaded === 'outside') result = 'malformed-payload';
+    else if (uploaded === 'failed' && result === 'completed') {
       liveLog.note('a declared artifact could not be uploaded: the run fails');
       result = 'failed';
     }
@@ -225,36 +250,48 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
     await uploadLog();
     return result;
   }
-  liveLog.note(result === 'worker-shutdown' ? 'resolved: exception worker-shutdown' : `resolved: ${result}`);
+  const exception = result === 'worker-shutdown' || result === 'malformed-payload';
+  liveLog.note(exception ? `resolved: exception ${result}` : `resolved: ${result}`);
   await uploadLog();
-  if (result === 'worker-shutdown') await report('exception', 'worker-shutdown');
+  if (exception) await report('exception', result);
   else await report(result as 'completed' | 'failed');
   options.log(`${id}: ${result} (${exitDescription})`);
   return result;
 }
 
-/** Uploads `payload.artifacts`; a missing or unreadable file becomes an error artifact. True when all were uploaded. */
-async function uploadArtifacts(payload: ShellPayload, workDir: string, uploader: ArtifactUploader, liveLog: LiveLog, taskExpires: string): Promise<boolean> {
+/**
+ * Uploads `payload.artifacts`; a missing or unreadable file becomes an error artifact (`failed`). A path leading out
+ * of the task's directory (a symlink) uploads nothing at all and answers `outside`: the payload is malformed.
+ */
+async function uploadArtifacts(payload: ShellPayload, realWorkDir: string, uploader: ArtifactUploader, liveLog: LiveLog, taskExpires: string): Promise<'ok' | 'failed' | 'outside'> {
+  const outside = (a: ArtifactSpec, target: string) => {
+    liveLog.note(`artifact ${a.name}: path ${JSON.stringify(a.path)} leads out of the task's directory (to ${target}): malformed payload`);
+    return 'outside' as const;
+  };
+  // every path first, so a payload with one bad path uploads nothing
+  for (const a of payload.artifacts) {
+    const where = await locateConfined(realWorkDir, a.path).catch(() => undefined);
+    if (where?.kind === 'outside') return outside(a, where.target);
+  }
   let ok = true;
   for (const a of payload.artifacts) {
-    const file = path.resolve(workDir, a.path);
     const expires = a.expires ?? taskExpires;
     try {
-      const info = await stat(file).catch(() => undefined);
-      if (!info || !info.isFile()) {
-        const message = info ? `${a.path} is not a regular file` : `${a.path} does not exist in the working directory after the command`;
+      const read = await readConfined(realWorkDir, a.path);
+      if (read.kind === 'outside') return outside(a, read.target);
+      if (read.kind !== 'file') {
+        const message = read.kind === 'not-a-file' ? `${a.path} is not a regular file` : `${a.path} does not exist in the working directory after the command`;
         liveLog.note(`artifact ${a.name}: ${message}`);
-        await uploader.error(a.name, info ? 'invalid-resource-on-worker' : 'file-missing-on-worker', message, expires);
+        await uploader.error(a.name, read.kind === 'not-a-file' ? 'invalid-resource-on-worker' : 'file-missing-on-worker', message, expires);
         ok = false;
         continue;
       }
-      const data = await readFile(file);
-      await uploader.upload(a.name, data, a.contentType ?? guessContentType(a.path), expires);
-      liveLog.note(`artifact ${a.name}: uploaded ${a.path} (${data.length} bytes)`);
+      await uploader.upload(a.name, read.data, a.contentType ?? guessContentType(a.path), expires);
+      liveLog.note(`artifact ${a.name}: uploaded ${a.path} (${read.data.length} bytes)`);
     } catch (err) {
       liveLog.note(`artifact ${a.name}: upload failed: ${(err as Error).message}`);
       ok = false;
     }
   }
-  return ok;
+  return ok ? 'ok' : 'failed';
 }

@@ -4,17 +4,16 @@ import type { Config } from '../config.js';
 
 /** Connection options for a dev server, a self-hosted cluster, or a hosted namespace (TLS / API key). */
 export function connectionOptions(config: Config) {
-  const env = process.env;
   const tls =
-    env.TEMPORAL_TLS_CERT && env.TEMPORAL_TLS_KEY
-      ? { clientCertPair: { crt: readFileSync(env.TEMPORAL_TLS_CERT), key: readFileSync(env.TEMPORAL_TLS_KEY) } }
-      : env.TEMPORAL_API_KEY
+    config.temporalTlsCert && config.temporalTlsKey
+      ? { clientCertPair: { crt: readFileSync(config.temporalTlsCert), key: readFileSync(config.temporalTlsKey) } }
+      : config.temporalApiKey
         ? true
         : undefined;
   return {
     address: config.temporalAddress,
     ...(tls ? { tls } : {}),
-    ...(env.TEMPORAL_API_KEY ? { apiKey: env.TEMPORAL_API_KEY } : {}),
+    ...(config.temporalApiKey ? { apiKey: config.temporalApiKey } : {}),
   };
 }
 

@@ -3,6 +3,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { homedir } from 'node:os';
 import path from 'node:path';
+import { temporalCliFromEnv } from '../config.js';
+import { SEARCH_ATTRIBUTES } from '../workflows/contract.js';
 
 /** The Temporal CLI version tgs builds when none is found; it embeds server 1.29.1. */
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
@@ -10,7 +12,7 @@ export const temporalCacheDir = path.join(process.env.XDG_CACHE_HOME || path.joi
 
 /** TEMPORAL_CLI, then `temporal` on PATH, then the tgs cache. */
 export function findTemporalCli(): string | undefined {
-  const fromEnv = process.env.TEMPORAL_CLI;
+  const fromEnv = temporalCliFromEnv();
   if (fromEnv && existsSync(fromEnv)) return fromEnv;
   const which = spawnSync('sh', ['-c', 'command -v temporal'], { encoding: 'utf8' });
   if (which.status === 0 && which.stdout.trim()) return which.stdout.trim();
@@ -86,12 +88,32 @@ export interface DevServerOptions {
 }
 
 // Activity eager execution cuts signal → activity start from ~100 ms to ~49 ms p50 on this machine.
+/** The workflow's search attributes (src/workflows/contract.ts) as a dev server registers them at start. */
+export const TGS_SEARCH_ATTRIBUTES: Record<string, 'Keyword'> = Object.fromEntries(
+  Object.values(SEARCH_ATTRIBUTES).map((key) => [key.name, 'Keyword' as const]),
+);
+
 export const DEFAULT_DYNAMIC_CONFIG: Record<string, string | number | boolean> = {
   'system.enableActivityEagerExecution': true,
 };
 
-/** Starts `temporal server start-dev` and resolves once its frontend accepts connections. */
+/**
+ * Starts `temporal server start-dev` and resolves once its frontend accepts connections. The server binds more
+ * ports than the ones given here (its history, matching and worker services), and another process can take one
+ * of them first (seen with several test files starting servers at once): when no port was asked for, such a
+ * start is tried again, up to three times, on other ports.
+ */
 export async function startDevServer(options: DevServerOptions = {}): Promise<DevServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startDevServerOnce(options);
+    } catch (err) {
+      if (options.port !== undefined || attempt >= 3 || !/address already in use/.test((err as Error).message)) throw err;
+    }
+  }
+}
+
+async function startDevServerOnce(options: DevServerOptions): Promise<DevServer> {
   const cli = ensureTemporalCli(options.log);
   const port = options.port ?? (await freePort());
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--log-level', 'error'];

@@ -1,7 +1,6 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import slugid from 'slugid';
-import { DEFAULT_TASK_QUEUE, WORKFLOW_TYPE, workflowIdFor, type TaskGraphInput } from '../workflows/contract.js';
-import type { taskGraph } from '../workflows/taskGraph.js';
+import { DEFAULT_TASK_QUEUE, WORKFLOW_TYPE, workflowIdFor, type TaskGraphInput, type TaskGraphWorkflow } from '../workflows/contract.js';
 
 /**
  * Temporal refuses a workflow input over 2 MB ("Blob data size exceeds limit") and warns from 512 KB.
@@ -28,18 +27,18 @@ export interface StartTaskGraphOptions {
 }
 
 /**
- * Starts a graph the Temporal-native way: the `taskGraph` workflow with the graph (seed 000 format) as its
+ * Starts a graph the Temporal-native way: the `taskGraph` workflow with the graph (docs/formats.md § Task-graph format) as its
  * only argument. The workflow creates the tasks itself, exactly as `PUT /task-graph/<id>` would.
  */
 export async function startTaskGraph(
   client: Client,
   graph: Omit<TaskGraphInput, 'carried' | 'origin' | 'taskGraphId'>,
   options: StartTaskGraphOptions = {},
-): Promise<{ taskGraphId: string; handle: WorkflowHandle<typeof taskGraph> }> {
+): Promise<{ taskGraphId: string; handle: WorkflowHandle<TaskGraphWorkflow> }> {
   const taskGraphId = options.taskGraphId ?? slugid.nice();
   const bytes = Buffer.byteLength(JSON.stringify(graph));
   if (bytes > TEMPORAL_PAYLOAD_LIMIT_BYTES) throw new GraphTooLargeForTemporalError(bytes, taskGraphId);
-  const handle = await client.workflow.start<typeof taskGraph>(WORKFLOW_TYPE, {
+  const handle = await client.workflow.start<TaskGraphWorkflow>(WORKFLOW_TYPE, {
     taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
     workflowId: workflowIdFor(taskGraphId),
     args: [graph],

@@ -1,19 +1,17 @@
-// Queue task states: the one-character codes of the scheduler's compact answers, numeric codes for the GPU,
-// and the colours of the legend and the drawing.
+// Queue task states (src/taskStates.ts) as the explorer draws them: numeric codes for the GPU, decoded from the
+// one-character codes of the scheduler's compact answers, and the colours of the legend and the drawing.
+import { isResolved as isResolvedState, MISSING_TASK_CHAR, TASK_STATE_CHAR, TASK_STATES } from '../taskStates.js';
 
-export const STATE_NAMES = ['unscheduled', 'pending', 'running', 'completed', 'failed', 'exception', 'missing'] as const;
+/** The queue's states, then 'missing' (a node whose task does not exist yet); the index is the numeric code. */
+export const STATE_NAMES = [...TASK_STATES, 'missing'] as const;
 export type StateName = (typeof STATE_NAMES)[number];
-export const MISSING = 6;
+export const MISSING = TASK_STATES.length;
 
-const CHARS = 'uprcfe-';
+const CHARS = TASK_STATES.map((s) => TASK_STATE_CHAR[s]).join('') + MISSING_TASK_CHAR;
+const RESOLVED_CODES = STATE_NAMES.map(isResolvedState);
 
 export function stateCode(ch: string): number {
   const code = CHARS.indexOf(ch);
-  return code < 0 ? MISSING : code;
-}
-
-export function stateCodeOfName(name: string): number {
-  const code = STATE_NAMES.indexOf(name as StateName);
   return code < 0 ? MISSING : code;
 }
 
@@ -43,4 +41,4 @@ export function stateRgb(): number[] {
 }
 
 /** True for states a task leaves only by a rerun. */
-export const isResolved = (code: number) => code === 3 || code === 4 || code === 5;
+export const isResolved = (code: number) => RESOLVED_CODES[code] === true;

@@ -1,15 +1,35 @@
 /**
- * The public contract of the `taskGraph` workflow: its name, task queue default, input, signals,
- * queries and update. Safe to import from workflow code and from clients (no Node built-ins).
+ * The public contract of the `taskGraph` workflow: its name, task queue default, input, signals, queries and
+ * update, the failure type of an invalid graph, and its search attributes. Defined once here and used by the
+ * workflow, the API, the bridge and the tests, so every signal, query and update is type-checked at both ends.
+ * Workflow code imports it, so it imports only `@temporalio/workflow`, types, and the pure src/taskStates.ts.
  */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { defineSearchAttributeKey } from '@temporalio/common';
+import type { ResolvedState, TaskState } from '../taskStates.js';
+
+export { TASK_STATES, TASK_STATE_CHAR, MISSING_TASK_CHAR, isResolved, taskStateOfChar } from '../taskStates.js';
+export type { ResolvedState, TaskState } from '../taskStates.js';
+
 export const WORKFLOW_TYPE = 'taskGraph';
 export const DEFAULT_TASK_QUEUE = 'tgs-scheduler';
 export const workflowIdFor = (taskGraphId: string) => `task-graph/${taskGraphId}`;
-export const SEARCH_ATTRIBUTES = { state: 'TaskGraphState', schedulerId: 'TaskGraphSchedulerId' } as const;
+
+/** ApplicationFailure type of an invalid graph (or workflow id, or input): non-retryable, in activities and the workflow. */
+export const INVALID_TASK_GRAPH = 'InvalidTaskGraph';
+
+/** What `defineSearchAttributeKey(name, 'KEYWORD')` returns, written out: this module takes only types from common. */
+type KeywordKey = ReturnType<typeof defineSearchAttributeKey<'KEYWORD'>>;
+
+/** The search attributes the workflow upserts (Keyword), as typed keys; the worker registers them if missing. */
+export const SEARCH_ATTRIBUTES = {
+  state: { name: 'TaskGraphState', type: 'KEYWORD' },
+  schedulerId: { name: 'TaskGraphSchedulerId', type: 'KEYWORD' },
+} as const satisfies Record<string, KeywordKey>;
 
 export type GraphState = 'running' | 'blocked' | 'finished' | 'canceled';
-export type QueueTaskState = 'unscheduled' | 'pending' | 'running' | 'completed' | 'failed' | 'exception';
-export type ResolvedState = 'completed' | 'failed' | 'exception';
+/** The queue's task state (src/taskStates.ts). */
+export type QueueTaskState = TaskState;
 
 /** One resolution of a task's latest run, as the bridge (or reconciliation) reports it. */
 export interface Resolution {
@@ -19,10 +39,14 @@ export interface Resolution {
   reasonResolved?: string;
 }
 
-export interface RerunRequest {
-  /** taskId or label of a member task. */
+/** A task of the graph, named by its taskId or its graph label. */
+export interface TaskRef {
   taskId?: string;
   label?: string;
+}
+
+/** A manual rerun of a member task (by taskId or label). */
+export interface RerunRequest extends TaskRef {
   /** Also rerun dependents that already resolved, once this task completes again. */
   resetDependents?: boolean;
 }
@@ -45,7 +69,7 @@ export interface TuningOptions {
 /** State carried across continue-as-new: compact, derived structure is reloaded from Postgres. */
 export interface CarriedState {
   nodeCount: number;
-  /** base64 Uint8Array of node states (see NODE in graphState.ts) */
+  /** base64 Uint8Array of node states (see NODE in graphModel.ts) */
   states: string;
   /** base64 Int16Array */
   rerunsLeft: string;
@@ -65,7 +89,7 @@ export interface CarriedState {
 
 /**
  * Input of the workflow. Started by the HTTP API (the graph is already in Postgres) with
- * `{taskGraphId}`; started natively with Temporal (issue 8) with the graph itself in seed 000 format.
+ * `{taskGraphId}`; started natively with Temporal with the graph itself in the task-graph format (docs/formats.md).
  */
 export interface TaskGraphInput {
   taskGraphId?: string;
@@ -73,11 +97,20 @@ export interface TaskGraphInput {
   tuning?: TuningOptions;
   /** 'queue' when started by the bridge for a task group that uses queue-level dependencies */
   origin?: 'graph' | 'queue';
-  /** seed 000 graph format when started natively */
+  /** the task-graph format (docs/formats.md) when started natively */
   routing?: string;
   tasks?: Record<string, unknown>;
   [key: string]: unknown;
 }
+
+/** What the workflow returns when the graph is finished or canceled. */
+export interface TaskGraphResult {
+  taskGraphId: string;
+  state: GraphState;
+}
+
+/** The workflow's signature, for typed starts and continue-as-new. */
+export type TaskGraphWorkflow = (input: TaskGraphInput) => Promise<TaskGraphResult>;
 
 export interface StatusQueryResult {
   schedulerId: string;
@@ -103,17 +136,6 @@ export interface TaskQueryResult {
   lastRunId: number;
 }
 
-/** Names of the signals, queries and update. */
-export const SIGNALS = {
-  resolutions: 'resolutions',
-  extended: 'extended',
-  tasksDefined: 'tasksDefined',
-  rerun: 'rerun',
-  cancel: 'cancel',
-} as const;
-export const QUERIES = { status: 'status', task: 'task' } as const;
-export const UPDATES = { rerun: 'rerunTask' } as const;
-
 /** Structure of nodes [fromIdx, fromIdx + taskIds.length/22) as loadNodes returns it. */
 export interface NodePage {
   fromIdx: number;
@@ -128,7 +150,7 @@ export interface NodePage {
   rerunsLeft: number[];
   /** graph labels of members ('' for externals) */
   labels: string[];
-  /** queue state per node, one char: u p r c f e, or '-' when the task does not exist */
+  /** queue state per node, one char (TASK_STATE_CHAR), or MISSING_TASK_CHAR when the task does not exist */
   queueStates?: string;
   /** latest runId per node, -1 for none */
   latestRuns?: number[];
@@ -140,4 +162,26 @@ export interface GraphMeta {
   routing: string;
   nodeCount: number;
   state: GraphState;
+  /** 'graph': stored by createTaskGraph (HTTP or Temporal-native); 'queue': a task group with queue-level dependencies */
+  origin?: 'graph' | 'queue';
 }
+
+export interface RerunAccepted {
+  taskId: string;
+  /** taskIds of the resolved dependents that run again after it */
+  resetDependents: string[];
+}
+
+/** Resolutions of latest runs, batched by the bridge (or sent by anyone who knows better). */
+export const resolutionsSignal = defineSignal<[Resolution[]]>('resolutions');
+/** The graph has this many nodes in Postgres now (an extend, a queue-level dependency). */
+export const extendedSignal = defineSignal<[{ nodeCount: number }]>('extended');
+/** Tasks of the graph's group were defined in the queue (queue-level graphs join them). */
+export const tasksDefinedSignal = defineSignal<[{ taskIds: string[] }]>('tasksDefined');
+/** A manual rerun that cannot answer: a refusal is recorded in `status.refused`. */
+export const rerunSignal = defineSignal<[RerunRequest]>('rerun');
+export const cancelSignal = defineSignal<[CancelRequest]>('cancel');
+export const statusQuery = defineQuery<StatusQueryResult>('status');
+export const taskQuery = defineQuery<TaskQueryResult, [TaskRef]>('task');
+/** A manual rerun whose validator answers at once (the HTTP rerun endpoint). */
+export const rerunUpdate = defineUpdate<RerunAccepted, [RerunRequest]>('rerunTask');

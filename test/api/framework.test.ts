@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import hawk from 'hawk';
 import slugid from 'slugid';
-import { startTestApi, hawkHeader, type TestApi } from '../helpers/api.js';
+import { startTestApi, hawkHeader, type TestApi } from '../../support/api.js';
 import { createTemporaryCredentials } from '../../src/auth/temporaryCredentials.js';
 import { ROOT_CLIENT_ID } from '../../src/config.js';
 

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { startTestApi, type TestApi } from '../helpers/api.js';
+import { startTestApi, type TestApi } from '../../support/api.js';
 import { resolveCredentials } from '../../src/client/credentials.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));

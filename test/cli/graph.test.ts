@@ -7,9 +7,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import slugid from 'slugid';
 import { stringify as toYaml } from 'yaml';
-import { startStack, type Stack } from '../helpers/stack.js';
+import { startStack, type Stack } from '../../support/stack.js';
 import { startShellWorker, type ShellWorker } from '../../src/shellWorker/index.js';
-import { fromNow, Progress, withTaskDefaults } from '../../src/cli/commands/graph.js';
+import { fromNow, withTaskDefaults } from '../../src/cli/graphFile.js';
+import { Progress } from '../../src/cli/progress.js';
 import type { GraphInfo, GraphState, TgsClient } from '../../src/client/tgsClient.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import slugid from 'slugid';
-import { startStack, type Stack } from '../helpers/stack.js';
+import { startStack, type Stack } from '../../support/stack.js';
 import { startShellWorker, type ShellWorker } from '../../src/shellWorker/index.js';
 import { GraphNotFinishedError, TgsApiError, TgsClient, type GraphInfo, type TaskGraph } from '../../src/index.js';
 
@@ -164,6 +164,23 @@ test('queue task calls: cancelTask, rerunTask', async () => {
   assert.equal((await fromEnv.taskStatus(taskId)).taskId, taskId);
 });
 
+test('reportResolutions: one answer per run, a status or the refusal the single report would give', async () => {
+  const taskId = slugid.nice();
+  await stack.root.request('queue', 'PUT', `/task/${taskId}`, { ...task('true'), workerType: 'client-batch' });
+  const claimed = await stack.root.request('queue', 'POST', '/claim-work/tgs-test/client-batch', { workerGroup: 'g', workerId: 'w', tasks: 1 });
+  assert.equal(claimed.tasks[0].status.taskId, taskId);
+  const unknown = slugid.nice();
+  const answers = await client.reportResolutions([
+    { taskId, runId: 0, outcome: 'exception', reason: 'malformed-payload' },
+    { taskId: unknown, runId: 0, outcome: 'completed' },
+  ]);
+  assert.equal(answers.length, 2);
+  assert.ok('status' in answers[0] && answers[0].status.runs[0].reasonResolved === 'malformed-payload', JSON.stringify(answers[0]));
+  assert.ok('error' in answers[1] && answers[1].error.code === 'ResourceNotFound' && answers[1].taskId === unknown, JSON.stringify(answers[1]));
+  const anonymous = new TgsClient({ rootUrl: stack.api.rootUrl });
+  await assert.rejects(anonymous.reportResolutions([{ taskId, runId: 0, outcome: 'completed' }]), (e: unknown) => e instanceof TgsApiError && e.status === 401);
+});
+
 test("the package: `npm run build`'s tsconfig emits dist/index.js and index.d.ts, and `import { TgsClient } from 'tgs'` works and typechecks", async () => {
   // an install of the package as a consumer sees it: node_modules/tgs with package.json and the built dist/
   const pkg = path.join(dir, 'consumer', 'node_modules', 'tgs');
@@ -175,7 +192,7 @@ test("the package: `npm run build`'s tsconfig emits dist/index.js and index.d.ts
   const consumer = path.join(dir, 'consumer');
   writeFileSync(path.join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', type: 'module', private: true }));
   const program = `
-import { TgsClient, GraphNotFinishedError, type GraphInfo, type TaskGraph } from 'tgs';
+import { TgsClient, GraphNotFinishedError, startTaskGraph, type GraphInfo, type TaskGraph } from 'tgs';
 const client = new TgsClient({ rootUrl: process.env.ROOT_URL as string, credentials: { clientId: process.env.CLIENT_ID as string, accessToken: process.env.TOKEN as string } });
 const now = Date.now();
 const graph: TaskGraph = { tasks: { one: { task: {
@@ -183,7 +200,7 @@ const graph: TaskGraph = { tasks: { one: { task: {
   payload: { command: ['true'], maxRunTime: 30 }, metadata: { name: 'pkg', description: '', owner: 'o', source: 'https://example.com' } } } } };
 const { taskGraphId } = await client.submitGraph(graph);
 const info: GraphInfo = await client.waitForGraph(taskGraphId);
-console.log(JSON.stringify({ state: info.status.state, blockedError: typeof GraphNotFinishedError }));
+console.log(JSON.stringify({ state: info.status.state, blockedError: typeof GraphNotFinishedError, startTaskGraph: typeof startTaskGraph }));
 `;
   writeFileSync(path.join(consumer, 'main.ts'), program);
   writeFileSync(
@@ -196,5 +213,5 @@ console.log(JSON.stringify({ state: info.status.state, blockedError: typeof Grap
     cwd: consumer,
     env: { PATH: process.env.PATH, ROOT_URL: stack.api.rootUrl, CLIENT_ID: stack.api.root.clientId, TOKEN: stack.api.root.accessToken },
   });
-  assert.deepEqual(JSON.parse(stdout), { state: 'finished', blockedError: 'function' });
+  assert.deepEqual(JSON.parse(stdout), { state: 'finished', blockedError: 'function', startTaskGraph: 'function' });
 });

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
 import type { Command, Option } from 'commander';
 import { parse } from 'yaml';
 import { buildProgram } from '../../src/cli/main.js';
@@ -18,6 +20,7 @@ interface Service {
   network_mode?: string;
   environment?: Record<string, string> | string[];
   ports?: string[];
+  healthcheck?: { test?: string[] | string; interval?: string; timeout?: string; retries?: number };
 }
 
 const services = compose.services;
@@ -78,6 +81,17 @@ test('docker-compose.yml parses and has the deployment: Postgres, RabbitMQ with 
   for (const name of ['api', 'relay', 'bridge', 'scheduler-worker', 'shell-worker']) assert.ok(isTgs(services[name]), `${name} runs the tgs image`);
 });
 
+test('Temporal and its Web UI are published on the loopback interface only (Temporal access controls every graph)', () => {
+  for (const name of ['temporal', 'temporal-ui']) {
+    for (const port of services[name].ports ?? []) {
+      // short syntax: [IP:]HOST:CONTAINER — without an IP, Docker binds every interface
+      const parts = String(port).split(':');
+      assert.ok(parts.length === 3 && ['127.0.0.1', '[::1]'].includes(parts[0]), `${name} publishes ${port} beyond 127.0.0.1`);
+    }
+  }
+  assert.ok(services.temporal.ports?.includes('127.0.0.1:7233:7233'), 'the temporal CLI on the host still reaches 127.0.0.1:7233');
+});
+
 test('every depends_on and network_mode names a service of the file', () => {
   const names = new Set(Object.keys(services));
   for (const [name, s] of Object.entries(services)) {
@@ -119,4 +133,44 @@ test('the variables the tgs services set are ones tgs reads', () => {
   }
   // the worker reaches the API at the root URL artifact upload URLs are built from
   assert.equal(services['shell-worker'].network_mode, 'service:api');
+});
+
+const envOf = (s: Service): Record<string, string> =>
+  Array.isArray(s.environment) ? Object.fromEntries(s.environment.map((e) => e.split('=', 2) as [string, string])) : (s.environment ?? {});
+
+/** Runs a healthcheck's `node -e` script (as the container would) with its port replaced by `port`; its exit code. */
+function checkAgainst(port: number, script: string, fromPort: string): Promise<number | null> {
+  const local = script.replace(`127.0.0.1:${fromPort}/`, `127.0.0.1:${port}/`);
+  assert.notEqual(local, script, `the script calls 127.0.0.1:${fromPort}: ${script}`);
+  return new Promise((resolve) => spawn(process.execPath, ['-e', local], { stdio: 'ignore' }).once('exit', (code) => resolve(code)));
+}
+
+test('every tgs service, Postgres and RabbitMQ have a health check; tgs ones use node (the image has no curl or wget) on their own endpoint', async () => {
+  const dockerfile = readFileSync(new URL('../../Dockerfile', import.meta.url), 'utf8');
+  assert.match(dockerfile, /^FROM node:\d+/m, 'the image has node for the checks');
+  assert.deepEqual(services.postgres.healthcheck?.test?.slice(0, 2), ['CMD', 'pg_isready']);
+  assert.deepEqual(services.rabbitmq.healthcheck?.test?.slice(0, 2), ['CMD', 'rabbitmq-diagnostics']);
+  // a stand-in for the process: answers 200 on the one path the check must call, 404 elsewhere
+  let expected = '';
+  const server = createServer((req, res) => res.writeHead(req.url === expected ? 200 : 404).end());
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  try {
+    for (const [name, s] of Object.entries(services).filter(([, svc]) => isTgs(svc))) {
+      const check = s.healthcheck?.test;
+      assert.ok(Array.isArray(check) && check[0] === 'CMD' && check[1] === 'node' && check[2] === '-e', `${name}: a node -e health check`);
+      const env = envOf(s);
+      const [checkPort, path] = name === 'api' ? [env.PORT ?? '8080', '/api/queue/v1/__lbheartbeat__'] : [env.TGS_METRICS_PORT, '/health'];
+      assert.ok(checkPort, `${name}: TGS_METRICS_PORT is set, so its /health is served`);
+      expected = path;
+      assert.equal(await checkAgainst(port, (check as string[])[3], checkPort), 0, `${name}: its check passes against a process serving ${path}`);
+      expected = '/elsewhere';
+      assert.equal(await checkAgainst(port, (check as string[])[3], checkPort), 1, `${name}: its check fails when ${path} does not answer 200`);
+    }
+  } finally {
+    server.close();
+  }
+  // services sharing a network namespace must not share a metrics port
+  const shared = services['shell-worker'].network_mode?.replace(/^service:/, '') ?? '';
+  assert.notEqual(envOf(services['shell-worker']).TGS_METRICS_PORT, envOf(services[shared]).TGS_METRICS_PORT);
 });

@@ -1,14 +1,16 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import slugid from 'slugid';
 import { Client, Connection } from '@temporalio/client';
 import { ApiClient } from '../../src/client/http.js';
+import { startTaskGraph } from '../../src/temporal/startTaskGraph.js';
 import { TgsClient } from '../../src/client/tgsClient.js';
-import { startTestTemporal } from '../helpers/temporal.js';
-import { eventually } from '../helpers/stack.js';
+import { startTestTemporal } from '../../support/temporal.js';
+import { eventually } from '../../support/stack.js';
+import { freePort } from '../../src/temporal/devServer.js';
 import { childrenOf, devPorts, embeddedEnv, isRunning, processesMentioning, runDevToEnd, startDevProcess, type DevProcess } from '../helpers/devProcess.js';
 
 const work = mkdtempSync(path.join(tmpdir(), 'tgs-dev-test-'));
@@ -52,7 +54,8 @@ async function start(args: string[], env = embeddedEnv()): Promise<DevProcess> {
 test('embedded tgs dev: a graph runs to finished with --workers 1; Ctrl-C stops everything; a restart still knows the graph; one data dir, one tgs dev; a second instance takes other ports', async () => {
   const dataDir = path.join(work, 'instance-1');
   const ports = await devPorts();
-  const dev = await start(['--data-dir', dataDir, '--workers', '1', ...ports]);
+  const metricsPort = await freePort();
+  const dev = await start(['--data-dir', dataDir, '--workers', '1', ...ports], embeddedEnv({ TGS_METRICS_PORT: String(metricsPort) }));
   const out = dev.output();
   assert.match(out, /embedded PGlite in .*instance-1\/pglite/);
   assert.match(out, /in-process message bus/);
@@ -71,6 +74,26 @@ test('embedded tgs dev: a graph runs to finished with --workers 1; Ctrl-C stops 
   await eventually(async () => (await graphState(client, taskGraphId)) === 'finished', 'the graph to finish', 90_000);
   const info = await client.request<{ counts: Record<string, number> }>('scheduler', 'GET', `/task-graph/${taskGraphId}/info`);
   assert.deepEqual(info.counts, { completed: 2 });
+  // The workers ran it with a client of worker scopes only, never root (a task that took its worker's credentials
+  // would hold just these); per-task actions use the credentials claimWork hands out.
+  assert.match(out, /1 shell worker\(s\) for tgs-dev\/shell as client static\/tgs\/dev-workers \(queue:claim-work:tgs-dev\/shell, queue:worker-id:tgs-dev\/\*\)/);
+  const workerClient = await client.request<{ scopes: string[]; expandedScopes: string[] }>('auth', 'GET', `/clients/${encodeURIComponent('static/tgs/dev-workers')}`);
+  assert.deepEqual(workerClient.scopes, ['queue:claim-work:tgs-dev/shell', 'queue:worker-id:tgs-dev/*']);
+  assert.ok(!workerClient.expandedScopes.some((s) => s === '*' || s.endsWith(':*') || !s.startsWith('queue:')), `worker scopes only: ${workerClient.expandedScopes}`);
+  assert.equal(statSync(dataDir).mode & 0o777, 0o700, 'the data directory is owner-only');
+
+  // Every part's metrics on one port (one registry in the process), the Temporal SDK's included.
+  assert.match(out, new RegExp(`metrics +http://127\\.0\\.0\\.1:${metricsPort}/metrics`));
+  const scrape = await eventually(async () => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    return /^tgs_graph_hop_seconds_count [1-9]/m.test(text) ? text : undefined;
+  }, 'the hop of b in the metrics');
+  for (const metric of [/^tgs_http_request_duration_seconds_count\{service="queue",method="claimWork",status="200"\} [1-9]/m, /^tgs_bridge_lag_seconds_count [1-9]/m, /^tgs_relay_published_messages_total [1-9]/m, /^tgs_task_graphs\{state="finished"\} 1$/m, /^temporal_workflow_task_execution_latency_bucket/m]) {
+    assert.match(scrape, metric);
+  }
+  // Its stdout is no terminal here: the parts log JSON lines, each with its role; the banner stays plain text.
+  const roles = new Set(dev.output().split('\n').filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { role?: string }).role));
+  for (const role of ['api', 'relay', 'bridge', 'shell-worker', 'scheduler-worker']) assert.ok(roles.has(role), `a ${role} line in:\n${dev.output()}`);
 
   // The same data directory while it runs: refused at once, saying who holds it.
   const second = await runDevToEnd(['--data-dir', dataDir, ...(await devPorts())], embeddedEnv());
@@ -121,6 +144,18 @@ test('tgs dev with TEMPORAL_ADDRESS: starts no Temporal dev server, says which s
     // The workflow lives on the server of TEMPORAL_ADDRESS.
     const description = await new Client({ connection }).workflow.getHandle(`task-graph/${taskGraphId}`).describe();
     assert.equal(description.type, 'taskGraph');
+    // Temporal-native starts work out of the box, as a dev client limited to the dev workers' provisioner.
+    assert.match(dev.output(), /Temporal graphs act as client static\/tgs\/dev-temporal \(scopes scheduler:create-task-graph queue:scheduler-id:\S+ queue:create-task:highest:tgs-dev\/\*\)/);
+    const temporalClient = new Client({ connection });
+    const native = await startTaskGraph(temporalClient, smallGraph('native'));
+    assert.deepEqual(await native.handle.result(), { taskGraphId: native.taskGraphId, state: 'finished' });
+    const elsewhere = smallGraph('elsewhere');
+    elsewhere.tasks.a.task.provisionerId = 'someone-else';
+    const refused = await startTaskGraph(temporalClient, elsewhere);
+    await assert.rejects(refused.handle.result(), (err: Error) => {
+      assert.match(String((err as { cause?: Error }).cause?.message), /lacks scopes: .*queue:create-task:[a-z-]+:someone-else\/shell/);
+      return true;
+    });
     assert.equal(await dev.interrupt(), 0, dev.output());
     assert.ok(isRunning(server.process.pid as number), 'the external Temporal server is left alone');
   } finally {

@@ -1,9 +1,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { startStack, eventually, type Stack } from '../helpers/stack.js';
-import { startFastWorker } from '../helpers/fastWorker.js';
-import { graphOf } from '../helpers/graphs.js';
+import { startStack, eventually, type Stack } from '../../support/stack.js';
+import { startFastWorker } from '../../support/fastWorker.js';
+import { graphOf } from '../../support/graphs.js';
 
 // Continue-as-new forced by the server: the dev server suggests it after 120 events instead of 4,096
 // (a lowered `--dynamic-config-value`), while the workflow's own backstop stays at 10,000 events.

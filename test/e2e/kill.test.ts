@@ -2,9 +2,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import slugid from 'slugid';
-import { startStack, eventually, type Stack } from '../helpers/stack.js';
-import { startFastWorker } from '../helpers/fastWorker.js';
-import { graphOf } from '../helpers/graphs.js';
+import { startStack, eventually, stackEnv, type Stack } from '../../support/stack.js';
+import { startFastWorker } from '../../support/fastWorker.js';
+import { graphOf } from '../../support/graphs.js';
 
 let stack: Stack;
 before(async () => {
@@ -15,21 +15,16 @@ after(async () => {
 });
 
 function spawnTgs(command: string): ChildProcess {
-  const c = stack.config;
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', command], {
-    env: {
-      ...process.env,
-      DATABASE_URL: c.databaseUrl,
-      AMQP_URL: c.amqpUrl,
-      TEMPORAL_ADDRESS: c.temporalAddress,
-      TGS_TASK_QUEUE: c.temporalTaskQueue,
-      TGS_EXCHANGE_PREFIX: c.exchangePrefix,
-    },
+    env: { ...process.env, ...stackEnv(stack) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  child.stderr?.on('data', (d: Buffer) => {
-    if (process.env.TGS_TEST_VERBOSE) process.stderr.write(`[${command}] ${d}`);
-  });
+  // Both streams are drained: the processes log JSON lines to stdout, and a full pipe would stop them.
+  for (const stream of [child.stdout, child.stderr]) {
+    stream?.on('data', (d: Buffer) => {
+      if (process.env.TGS_TEST_VERBOSE) process.stderr.write(`[${command}] ${d}`);
+    });
+  }
   return child;
 }
 
@@ -55,7 +50,8 @@ test('the bridge and the scheduler worker killed (SIGKILL) mid-graph and restart
   try {
     const id = slugid.nice();
     await stack.root.request('scheduler', 'PUT', `/task-graph/${id}`, graphOf(nodes));
-    await eventually(async () => worker.reported.length >= 40, '40 tasks done');
+    // generous: the spawned processes start under whatever else the machine runs
+    await eventually(async () => worker.reported.length >= 40, '40 tasks done', 120_000);
     bridge.kill('SIGKILL');
     schedulerWorker.kill('SIGKILL');
     await Promise.all([exited(bridge), exited(schedulerWorker)]);

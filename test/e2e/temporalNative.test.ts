@@ -8,16 +8,21 @@ import { promisify } from 'node:util';
 import slugid from 'slugid';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { startStack, eventually, type Stack } from '../helpers/stack.js';
-import { startFastWorker, type ClaimedTask } from '../helpers/fastWorker.js';
-import { graphOf } from '../helpers/graphs.js';
+import { startStack, eventually, type Stack } from '../../support/stack.js';
+import { startFastWorker, type ClaimedTask } from '../../support/fastWorker.js';
+import { graphOf } from '../../support/graphs.js';
 import { ensureTemporalCli } from '../../src/temporal/devServer.js';
 import { startTaskGraph, GraphTooLargeForTemporalError } from '../../src/temporal/startTaskGraph.js';
+import { createClient } from '../../src/auth/clients.js';
+import { ApiClient, TgsApiError } from '../../src/client/http.js';
+import { INVALID_TASK_GRAPH, rerunSignal, SEARCH_ATTRIBUTES, statusQuery, WORKFLOW_TYPE } from '../../src/workflows/contract.js';
 
-// The Temporal-native contract (issue 8), driven with the stock `temporal` CLI against a dev server
+// The Temporal-native contract (README "The Temporal workflow contract"), driven with the stock `temporal` CLI against a dev server
 // that starts WITHOUT tgs's search attributes: the worker must register them itself.
 const run = promisify(execFile);
 let stack: Stack;
+const TEMPORAL_CLIENT = 'tests/temporal-native';
+let temporalClient: { clientId: string; accessToken: string };
 let worker: ReturnType<typeof startFastWorker>;
 let cli: string;
 const fixed = new Set<string>();
@@ -25,7 +30,14 @@ const dir = mkdtempSync(path.join(tmpdir(), 'tgs-native-'));
 
 before(async () => {
   cli = ensureTemporalCli();
-  stack = await startStack({ registerSearchAttributes: false });
+  stack = await startStack({ registerSearchAttributes: false, configOverrides: { temporalClientId: TEMPORAL_CLIENT } });
+  // What graphs started on Temporal act as: tasks of tgs-test only, no task scopes, no routes.
+  temporalClient = await createClient(stack.api.db.pool, TEMPORAL_CLIENT, {
+    description: 'Temporal-native graphs of this test file',
+    expires: new Date(Date.now() + 86_400_000).toISOString(),
+    scopes: ['scheduler:create-task-graph', `queue:scheduler-id:${stack.config.schedulerId}`, 'queue:create-task:highest:tgs-test/*'],
+    deleteOnExpiration: false,
+  });
   worker = startFastWorker({
     rootUrl: stack.api.rootUrl,
     credentials: stack.api.root,
@@ -48,12 +60,12 @@ async function temporal(...args: string[]): Promise<string> {
 async function startNative(graph: unknown, workflowId = `task-graph/${slugid.nice()}`) {
   const file = path.join(dir, `${workflowId.replace(/\W/g, '_')}.json`);
   writeFileSync(file, JSON.stringify(graph));
-  await temporal('workflow', 'start', '--type', 'taskGraph', '--task-queue', stack.config.temporalTaskQueue, '--workflow-id', workflowId, '--input-file', file);
+  await temporal('workflow', 'start', '--type', WORKFLOW_TYPE, '--task-queue', stack.config.temporalTaskQueue, '--workflow-id', workflowId, '--input-file', file);
   return { workflowId, taskGraphId: workflowId.slice('task-graph/'.length) };
 }
 
 const queryStatus = async (workflowId: string) =>
-  JSON.parse(await temporal('workflow', 'query', '--workflow-id', workflowId, '--name', 'status', '--output', 'json')).queryResult[0];
+  JSON.parse(await temporal('workflow', 'query', '--workflow-id', workflowId, '--name', statusQuery.name, '--output', 'json')).queryResult[0];
 
 const httpState = async (taskGraphId: string) =>
   (await stack.root.request<{ status: { state: string } }>('scheduler', 'GET', `/task-graph/${taskGraphId}/status`)).status.state;
@@ -79,22 +91,22 @@ test('a blocked graph is found by TaskGraphState, and `temporal workflow signal 
   assert.equal(status.blockedBy.length, 1);
   const brokenId: string = status.blockedBy[0];
   const listed = await eventually(async () => {
-    const out = await temporal('workflow', 'list', '--query', `TaskGraphState='blocked'`, '--output', 'json');
+    const out = await temporal('workflow', 'list', '--query', `${SEARCH_ATTRIBUTES.state.name}='blocked'`, '--output', 'json');
     return out.includes(workflowId) ? out : undefined;
   }, 'workflow list finds the blocked graph', 30_000);
   assert.match(listed, new RegExp(taskGraphId));
 
   // A signal naming an unknown label is refused without failing the workflow, and says why.
-  await temporal('workflow', 'signal', '--workflow-id', workflowId, '--name', 'rerun', '--input', JSON.stringify({ label: 'nope' }));
+  await temporal('workflow', 'signal', '--workflow-id', workflowId, '--name', rerunSignal.name, '--input', JSON.stringify({ label: 'nope' }));
   await eventually(async () => (await queryStatus(workflowId)).refused.some((r: string) => r.includes('"nope"')), 'refusal recorded');
 
   fixed.add(brokenId);
-  await temporal('workflow', 'signal', '--workflow-id', workflowId, '--name', 'rerun', '--input', JSON.stringify({ label: 'broken' }));
+  await temporal('workflow', 'signal', '--workflow-id', workflowId, '--name', rerunSignal.name, '--input', JSON.stringify({ label: 'broken' }));
   const result = await stack.client.workflow.getHandle(workflowId).result();
   assert.equal(result.state, 'finished');
   assert.equal(await httpState(taskGraphId), 'finished');
   await eventually(async () => {
-    const out = await temporal('workflow', 'list', '--query', `TaskGraphState='finished' AND TaskGraphSchedulerId='${stack.config.schedulerId}'`, '--output', 'json');
+    const out = await temporal('workflow', 'list', '--query', `${SEARCH_ATTRIBUTES.state.name}='finished' AND ${SEARCH_ATTRIBUTES.schedulerId.name}='${stack.config.schedulerId}'`, '--output', 'json');
     return out.includes(workflowId);
   }, 'workflow list finds the finished graph', 30_000);
 });
@@ -107,7 +119,7 @@ async function expectInvalid(workflowId: string, pattern: RegExp) {
   assert.ok(err instanceof WorkflowFailedError, String(err));
   const cause = err.cause;
   assert.ok(cause instanceof ApplicationFailure, String(cause));
-  assert.equal(cause.type, 'InvalidTaskGraph');
+  assert.equal(cause.type, INVALID_TASK_GRAPH);
   assert.equal(cause.nonRetryable, true);
   assert.match(cause.message, pattern);
 }
@@ -139,4 +151,69 @@ test('startTaskGraph (the @temporalio/client way) runs a graph, and refuses inpu
     assert.match(err.message, /PUT \/api\/scheduler\/v1\/task-graph\//);
     return true;
   });
+});
+
+/** Rows that mention the graph, in every table a graph or its tasks write. */
+async function footprint(taskGraphId: string) {
+  const { rows } = await stack.api.db.pool.query<{ n: number }>(
+    `SELECT (SELECT count(*) FROM tasks WHERE task_group_id = $1)::int + (SELECT count(*) FROM task_groups WHERE task_group_id = $1)::int
+          + (SELECT count(*) FROM task_graphs WHERE task_graph_id = $1)::int + (SELECT count(*) FROM graph_nodes WHERE task_graph_id = $1)::int AS n`,
+    [taskGraphId],
+  );
+  return rows[0].n;
+}
+
+test('a graph beyond TGS_TEMPORAL_CLIENT_ID\'s scopes fails with InvalidTaskGraph naming the missing scopes, exactly as PUT refuses that client, and writes nothing', async () => {
+  const graph = graphOf({ ok: {}, greedy: { requires: ['ok'] } });
+  const greedy = graph.tasks.greedy.task as Record<string, unknown>;
+  greedy.scopes = ['secrets:get:production'];
+  greedy.routes = ['index.private'];
+  const { workflowId, taskGraphId } = await startNative(graph);
+  await expectInvalid(workflowId, /tests\/temporal-native lacks scopes: .*secrets:get:production.*queue:route:index\.private/);
+  assert.equal(await footprint(taskGraphId), 0, 'no task, group, graph or node row');
+  // The HTTP path, for the same client and graph, names the same missing scopes: one check for both.
+  const http = new ApiClient(stack.api.rootUrl, temporalClient);
+  const refusal = await http.request('scheduler', 'PUT', `/task-graph/${slugid.nice()}`, graph).then(
+    () => assert.fail('PUT should be refused'),
+    (e: unknown) => e as TgsApiError,
+  );
+  assert.equal(refusal.code, 'InsufficientScopes');
+  const cause = (await stack.client.workflow.getHandle(workflowId).result().catch((e: WorkflowFailedError) => e.cause)) as ApplicationFailure;
+  assert.equal(cause.message.split('lacks scopes: ')[1], refusal.message.split('lacks scopes: ')[1]);
+
+  // Another provisioner is beyond it too.
+  const elsewhere = graphOf({ a: {} });
+  (elsewhere.tasks.a.task as Record<string, unknown>).provisionerId = 'someone-else';
+  const other = await startNative(elsewhere);
+  await expectInvalid(other.workflowId, /lacks scopes: any of \(queue:create-task:highest:someone-else\/fast/);
+  assert.equal(await footprint(other.taskGraphId), 0);
+});
+
+test('without TGS_TEMPORAL_CLIENT_ID, a graph started on Temporal is refused with a message saying to set it', async () => {
+  stack.config.temporalClientId = '';
+  try {
+    const { workflowId, taskGraphId } = await startNative(graphOf({ a: {} }));
+    await expectInvalid(workflowId, /set TGS_TEMPORAL_CLIENT_ID/);
+    assert.equal(await footprint(taskGraphId), 0);
+  } finally {
+    stack.config.temporalClientId = TEMPORAL_CLIENT;
+  }
+});
+
+test('starting taskGraph again for a stored graph that finished (or with forged carried state) fails and changes nothing', async () => {
+  const taskGraphId = slugid.nice();
+  await stack.root.request('scheduler', 'PUT', `/task-graph/${taskGraphId}`, graphOf({ a: {} }));
+  await stack.client.workflow.getHandle(`task-graph/${taskGraphId}`).result();
+  const before = await stack.api.db.pool.query('SELECT state, updated FROM task_graphs WHERE task_graph_id = $1', [taskGraphId]);
+  for (const input of [{ taskGraphId }, { taskGraphId, origin: 'queue' }]) {
+    const file = path.join(dir, `again-${input.origin ?? 'graph'}.json`);
+    writeFileSync(file, JSON.stringify(input));
+    await temporal('workflow', 'start', '--type', WORKFLOW_TYPE, '--task-queue', stack.config.temporalTaskQueue, '--workflow-id', `task-graph/${taskGraphId}`, '--input-file', file);
+    await expectInvalid(`task-graph/${taskGraphId}`, /is finished; its workflow is not started again/);
+  }
+  const after = await stack.api.db.pool.query('SELECT state, updated FROM task_graphs WHERE task_graph_id = $1', [taskGraphId]);
+  assert.deepEqual(after.rows, before.rows, 'the graph row was not touched (every graph event updates it)');
+
+  const forged = await startNative({ taskGraphId: undefined, carried: { nodeCount: 0, states: '', rerunsLeft: '', lastRun: '', reset: '', manualReruns: [], canceled: false, publishedState: null, messageSeq: {}, runs: 1, rejected: [] } });
+  await expectInvalid(forged.workflowId, /carried state is accepted only from the workflow's own continue-as-new/);
 });

@@ -1,6 +1,6 @@
 import type { Activities, DispatchResult, PublishResult } from '../../src/activities/index.js';
 import type { GraphMeta, NodePage, Resolution } from '../../src/workflows/contract.js';
-import type { DispatchItem } from '../../src/workflows/graphState.js';
+import type { DispatchItem } from '../../src/workflows/graphModel.js';
 import { pageFor, type NodeSpec } from './graphPages.js';
 
 /**

@@ -1,8 +1,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { startTestApi, type TestApi } from '../helpers/api.js';
-import { fastTask } from '../helpers/graphs.js';
+import { startTestApi, type TestApi } from '../../support/api.js';
+import { fastTask } from '../../support/graphs.js';
 
 let t: TestApi;
 before(async () => {

@@ -3,14 +3,15 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import amqp, { type Channel, type ChannelModel } from 'amqplib';
 import slugid from 'slugid';
-import { startTestApi, type TestApi } from '../helpers/api.js';
-import { fastTask } from '../helpers/graphs.js';
-import { eventually } from '../helpers/stack.js';
+import { startTestApi, type TestApi } from '../../support/api.js';
+import { fastTask } from '../../support/graphs.js';
+import { eventually } from '../../support/stack.js';
 import { startRelay } from '../../src/exchanges/relay.js';
 import { allExchangeNames, queueExchangeName, queueExchanges } from '../../src/exchanges/exchanges.js';
 import { declareExchanges } from '../../src/exchanges/declare.js';
 
-// Seed 003's consumers, bound exactly as the seed writes their patterns, watch one scripted task group's life.
+// Taskcluster's classic consumers (a provisioner, a long-polling worker, a cancellation-aware worker, a worker
+// group, a dependent-task scheduler), bound with the patterns of docs/formats.md § Queue exchanges, watch one scripted task group's life.
 const prefix = `test-consumer-${randomBytes(4).toString('hex')}/`;
 const provisionerId = 'consumer-prov';
 const schedulerId = 'consumer-sched';
@@ -85,7 +86,7 @@ function distinct(list: Received[]): Received[] {
   return list.filter((m) => !seen.has(m.messageId) && seen.add(m.messageId));
 }
 
-test('seed 003 bindings receive exactly the expected messages, routing keys and bodies for a scripted group', async () => {
+test('the classic consumers bindings receive exactly the expected messages, routing keys and bodies for a scripted group', async () => {
   const a = slugid.nice();
   const b = slugid.nice();
   const base = { taskGroupId, schedulerId, provisionerId };

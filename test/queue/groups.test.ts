@@ -1,9 +1,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { startTestApi, type TestApi } from '../helpers/api.js';
-import { fastTask } from '../helpers/graphs.js';
-import { eventually } from '../helpers/stack.js';
+import { startTestApi, type TestApi } from '../../support/api.js';
+import { fastTask } from '../../support/graphs.js';
+import { eventually } from '../../support/stack.js';
 
 let t: TestApi;
 before(async () => {

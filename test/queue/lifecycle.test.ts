@@ -1,9 +1,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { startTestApi, type TestApi } from '../helpers/api.js';
-import { fastTask } from '../helpers/graphs.js';
-import { eventually } from '../helpers/stack.js';
+import { startTestApi, type TestApi } from '../../support/api.js';
+import { fastTask } from '../../support/graphs.js';
+import { eventually } from '../../support/stack.js';
 import { renderedOutbox } from '../helpers/outbox.js';
 
 let t: TestApi;
@@ -35,7 +35,7 @@ async function outbox(taskId: string) {
   return messages.map((m) => `${m.exchange.replace(t.config.exchangePrefix, '').replace('queue/v1/', '')} ${m.routingKey}`);
 }
 
-test('create → claim → completed, with the messages and routing keys of seed 003', async () => {
+test('create → claim → completed, with the messages and routing keys of docs/formats.md § Queue exchanges', async () => {
   const taskId = await create({ routes: ['index.a'] }, 'life1');
   const again = await q('PUT', `/task/${taskId}`, { ...fastTask('t'), workerType: 'life1', routes: ['index.a'] });
   assert.equal(again.status, 409, 'a different created time is a different definition');

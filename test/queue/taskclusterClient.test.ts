@@ -4,8 +4,8 @@ import { Writable } from 'node:stream';
 import slugid from 'slugid';
 // The official client, unmodified: if tgs drifts from Taskcluster's paths, shapes or Hawk scheme, this fails.
 import taskcluster from 'taskcluster-client';
-import { startTestApi, type TestApi } from '../helpers/api.js';
-import { fastTask } from '../helpers/graphs.js';
+import { startTestApi, type TestApi } from '../../support/api.js';
+import { fastTask } from '../../support/graphs.js';
 
 let t: TestApi;
 before(async () => {

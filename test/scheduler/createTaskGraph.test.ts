@@ -1,8 +1,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { startTestApi, type TestApi } from '../helpers/api.js';
-import { graphOf, fastTask } from '../helpers/graphs.js';
+import { startTestApi, type TestApi } from '../../support/api.js';
+import { graphOf, fastTask } from '../../support/graphs.js';
 
 // No Temporal here: these tests cover what is refused before any workflow would start.
 let t: TestApi;
@@ -29,18 +29,22 @@ test('an invalid graph is one 400 naming every offending label, and nothing is w
     orphan: { requires: ['missing'] },
     subs: { payload: { ref: { $subs: 'taskId:nowhere' } } },
     badTask: {},
+    badRouting: {},
   });
   (graph.tasks.badTask.task as Record<string, unknown>).priority = 'urgent';
+  // an object that cannot be turned into a string (found by the graph fuzzer: it was a 500)
+  (graph.tasks.badRouting.task as Record<string, unknown>).routing = { toString: 1 };
   const before = await rowCounts();
   const res = await t.request('PUT', `/api/scheduler/v1/task-graph/${slugid.nice()}`, graph);
   assert.equal(res.status, 400);
   assert.equal(res.body.code, 'InputValidationError');
-  for (const label of ['loopA', 'loopB', 'orphan', 'subs', 'badTask']) assert.match(res.body.message, new RegExp(`- ${label}:`));
+  for (const label of ['loopA', 'loopB', 'orphan', 'subs', 'badTask', 'badRouting']) assert.match(res.body.message, new RegExp(`- ${label}:`));
   assert.doesNotMatch(res.body.message, /- ok:/);
   assert.match(res.body.message, /dependency cycle/);
   assert.match(res.body.message, /unknown label "missing"/);
   assert.match(res.body.message, /\$subs names unknown label "nowhere"/);
-  assert.deepEqual(res.body.details.labels, ['badTask', 'loopA', 'loopB', 'orphan', 'subs']);
+  assert.match(res.body.message, /- badRouting: task.routing must be at most 10 characters/);
+  assert.deepEqual(res.body.details.labels, ['badRouting', 'badTask', 'loopA', 'loopB', 'orphan', 'subs']);
   assert.deepEqual(await rowCounts(), before);
 });
 

@@ -5,10 +5,11 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import slugid from 'slugid';
-import { startTestApi, type TestApi } from '../helpers/api.js';
-import { eventually } from '../helpers/stack.js';
-import { startShellWorker, type ShellWorker } from '../../src/shellWorker/index.js';
+import { startTestApi, type TestApi } from '../../support/api.js';
+import { eventually } from '../../support/stack.js';
+import { createTestTask } from '../helpers/queueTasks.js';
+import { startShellWorker, type ShellWorker, type ShellWorkerOptions } from '../../src/shellWorker/index.js';
+import { httpDuration } from '../../src/observability/metrics.js';
 import { parseShellPayload } from '../../src/shellWorker/payload.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
@@ -32,7 +33,7 @@ after(async () => {
 });
 
 /** A worker on its own workerType, so tests of this file never take each other's tasks. */
-function worker(workerType: string, capacity = 1): ShellWorker {
+function worker(workerType: string, capacity = 1, extra: Partial<ShellWorkerOptions> = {}): ShellWorker {
   const w = startShellWorker({
     rootUrl: t.rootUrl,
     credentials: t.root,
@@ -43,26 +44,13 @@ function worker(workerType: string, capacity = 1): ShellWorker {
     workDir,
     logIntervalMs: 200,
     log: () => undefined,
+    ...extra,
   });
   workers.push(w);
   return w;
 }
 
-async function createTask(workerType: string, payload: unknown, extra: Record<string, unknown> = {}): Promise<string> {
-  const taskId = slugid.nice();
-  const now = Date.now();
-  const res = await t.request('PUT', `/api/queue/v1/task/${taskId}`, {
-    provisionerId: 'tgs-test',
-    workerType,
-    created: new Date(now).toISOString(),
-    deadline: new Date(now + 3600_000).toISOString(),
-    payload,
-    metadata: { name: `shell ${workerType}`, description: 'shell worker test', owner: 'tests@example.com', source: 'https://example.com/tgs' },
-    ...extra,
-  });
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  return taskId;
-}
+const createTask = (workerType: string, payload: unknown, extra: Record<string, unknown> = {}) => createTestTask(t, workerType, payload, extra);
 
 async function status(taskId: string): Promise<{ state: string; runs: { state: string; reasonResolved?: string; workerId?: string }[] }> {
   return (await t.request('GET', `/api/queue/v1/task/${taskId}/status`)).body.status;
@@ -201,6 +189,50 @@ test('capacity: that many tasks run at once', async () => {
   assert.equal((await resolved(b)).state, 'completed');
 });
 
+/** How many requests the API in this process answered for an endpoint (its metric), with this status. */
+async function answered(method: string, status: string): Promise<number> {
+  const { values } = await httpDuration.get();
+  return values
+    .filter((v) => v.metricName === 'tgs_http_request_duration_seconds_count' && v.labels.method === method && v.labels.status === status)
+    .reduce((n, v) => n + v.value, 0);
+}
+
+test('runs that end together are reported in one reportResolutions call; a worker client without resolve scopes reports each run itself', async () => {
+  const command = ['node', '-e', ''];
+  const batchedBefore = { batch: await answered('reportResolutions', '200'), single: await answered('reportCompleted', '200') };
+  // created before the worker starts: one claimWork takes all three, they run side by side
+  const ids = [await createTask('batched', { command, maxRunTime: 60 }), await createTask('batched', { command, maxRunTime: 60 }), await createTask('batched', { command, maxRunTime: 60 })];
+  worker('batched', 3);
+  for (const taskId of ids) assert.equal((await resolved(taskId)).state, 'completed');
+  const batches = (await answered('reportResolutions', '200')) - batchedBefore.batch;
+  assert.ok(batches >= 1 && batches <= 3, `${batches} batches`);
+  assert.equal(await answered('reportCompleted', '200'), batchedBefore.single, 'no single reports');
+
+  // the scopes `tgs dev` gives its workers: claims and worker ids, no queue:resolve-task
+  const clientId = 'shell/least-privilege';
+  const expires = new Date(Date.now() + 3600_000).toISOString();
+  const created = await t.request('PUT', `/api/auth/v1/clients/${encodeURIComponent(clientId)}`, {
+    description: 'a worker client with least privilege',
+    expires,
+    scopes: ['queue:claim-work:tgs-test/single', 'queue:worker-id:tgs-shell/*'],
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const lines: string[] = [];
+  const before = { refused: await answered('reportResolutions', '403'), single: await answered('reportCompleted', '200') };
+  const single = [await createTask('single', { command, maxRunTime: 60 }), await createTask('single', { command, maxRunTime: 60 })];
+  worker('single', 2, { credentials: { clientId, accessToken: created.body.accessToken }, log: (line) => lines.push(line) });
+  for (const taskId of single) assert.equal((await resolved(taskId)).state, 'completed');
+  assert.equal((await answered('reportCompleted', '200')) - before.single, 2, 'each run reported with its own call');
+  // the two reports may have gone out in one batch or two (at once)
+  const refused = (await answered('reportResolutions', '403')) - before.refused;
+  assert.ok(refused >= 1 && refused <= 2, `${refused} refused batches`);
+  const later = await createTask('single', { command, maxRunTime: 60 });
+  assert.equal((await resolved(later)).state, 'completed');
+  assert.equal((await answered('reportCompleted', '200')) - before.single, 3);
+  assert.equal((await answered('reportResolutions', '403')) - before.refused, refused, 'no batch after the refusal');
+  assert.equal(lines.filter((l) => l.startsWith('reporting each run with its own call from now on')).length, 1, lines.join('\n'));
+});
+
 test('a malformed payload: exception malformed-payload, the reason in the log, not retried', async () => {
   worker('bad');
   const taskId = await createTask('bad', { command: 42, maxRunTime: 'soon', extra: true });
@@ -213,6 +245,79 @@ test('a malformed payload: exception malformed-payload, the reason in the log, n
   assert.match(log.text, /payload has unknown property "extra"/);
   assert.match(log.text, /payload\.maxRunTime must be integer/);
   assert.match(log.text, /For example:/);
+});
+
+/** Resolves a task that must end exception malformed-payload (not retried); answers its live log. */
+async function malformed(taskId: string): Promise<string> {
+  const s = await resolved(taskId);
+  assert.equal(s.state, 'exception');
+  assert.equal(s.runs.length, 1, 'not retried');
+  assert.equal(s.runs[0].reasonResolved, 'malformed-payload');
+  return (await artifact(taskId, 'public/logs/live.log')).text;
+}
+
+/** 404: the artifact was never created. */
+async function absent(taskId: string, name: string) {
+  assert.equal((await t.request('GET', `/api/queue/v1/task/${taskId}/artifacts/${name}`, undefined, null)).status, 404, `${name} was not created`);
+}
+
+test('an absolute artifact path is malformed-payload: the command does not run, nothing is uploaded', async () => {
+  worker('abs-path');
+  const ran = path.join(scratch, 'abs-path.ran');
+  const taskId = await createTask('abs-path', {
+    command: `touch ${ran}`,
+    maxRunTime: 60,
+    artifacts: [{ name: 'public/passwd', path: '/etc/passwd', type: 'file' }],
+  });
+  const log = await malformed(taskId);
+  assert.match(log, /payload\.artifacts\[0\] \(public\/passwd\): path "\/etc\/passwd" is absolute/);
+  assert.ok(!existsSync(ran), 'the command did not run');
+  await absent(taskId, 'public/passwd');
+});
+
+test('an artifact path with `..` is malformed-payload', async () => {
+  worker('dotdot-path');
+  const taskId = await createTask('dotdot-path', {
+    command: 'true',
+    maxRunTime: 60,
+    artifacts: [
+      { name: 'public/fine.txt', path: 'fine.txt', type: 'file' },
+      { name: 'public/up', path: 'sub/../../other-task/out.txt', type: 'file' },
+    ],
+  });
+  const log = await malformed(taskId);
+  assert.match(log, /payload\.artifacts\[1\] \(public\/up\): path "sub\/\.\.\/\.\.\/other-task\/out\.txt" contains `\.\.`/);
+  await absent(taskId, 'public/up');
+  // a name that merely contains two dots is a file name like any other
+  assert.ok('payload' in parseShellPayload({ command: 'true', maxRunTime: 5, artifacts: [{ name: 'public/a', path: 'v1..2.txt', type: 'file' }] }));
+});
+
+test('an artifact path whose symlink leads out of the task directory is malformed-payload; one staying inside is uploaded', async () => {
+  worker('symlink-path');
+  const secret = path.join(scratch, 'worker-secret.txt');
+  writeFileSync(secret, 'the worker-only secret');
+  const taskId = await createTask('symlink-path', {
+    command: `echo inside > real.txt && ln -s real.txt inner.txt && mkdir d && ln -s ${secret} d/out.txt`,
+    maxRunTime: 60,
+    artifacts: [
+      { name: 'public/inner.txt', path: 'inner.txt', type: 'file' },
+      { name: 'public/out.txt', path: 'd/out.txt', type: 'file' },
+    ],
+  });
+  const log = await malformed(taskId);
+  assert.match(log, new RegExp(`artifact public/out\\.txt: path "d/out\\.txt" leads out of the task's directory \\(to ${secret.replace(/[.]/g, '\\.')}\\)`));
+  assert.doesNotMatch(log, /worker-only secret/);
+  await absent(taskId, 'public/out.txt');
+  await absent(taskId, 'public/inner.txt');
+
+  // the same symlink to a file inside the directory is fine
+  const ok = await createTask('symlink-path', {
+    command: 'echo inside > real.txt && ln -s real.txt inner.txt',
+    maxRunTime: 60,
+    artifacts: [{ name: 'public/inner.txt', path: 'inner.txt', type: 'file' }],
+  });
+  assert.equal((await resolved(ok)).state, 'completed');
+  assert.equal((await artifact(ok, 'public/inner.txt')).text, 'inside\n');
 });
 
 test('parseShellPayload fills defaults and rejects bad artifacts', () => {

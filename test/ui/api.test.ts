@@ -1,10 +1,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { startStack, eventually, type Stack } from '../helpers/stack.js';
-import { startFastWorker } from '../helpers/fastWorker.js';
-import { fastTask, graphOf } from '../helpers/graphs.js';
-import { startTestApi } from '../helpers/api.js';
+import { startStack, eventually, type Stack } from '../../support/stack.js';
+import { startFastWorker } from '../../support/fastWorker.js';
+import { fastTask, graphOf } from '../../support/graphs.js';
+import { startTestApi } from '../../support/api.js';
 
 // The scheduler endpoints the graph explorer reads: the graphs list, the compact nodes answer and the
 // changes long-poll (cursor semantics included), against the real stack.

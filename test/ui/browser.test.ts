@@ -2,20 +2,23 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { startStack, eventually, type Stack } from '../helpers/stack.js';
-import { startFastWorker, type ClaimedTask } from '../helpers/fastWorker.js';
-import { graphOf } from '../helpers/graphs.js';
+import { startStack, eventually, type Stack } from '../../support/stack.js';
+import { startFastWorker, type ClaimedTask } from '../../support/fastWorker.js';
+import { graphOf } from '../../support/graphs.js';
 import { ApiClient } from '../../src/client/http.js';
-import { chromiumOptions, ensureUiBuilt } from './build.js';
+import { chromiumOptions, ensureUiBuilt, waitForExpression } from '../../support/uiBuild.js';
 
 // The graph explorer in headless Chromium against the real stack (API, relay, bridge, Temporal, worker).
-// Page functions are strings: tsx would wrap named functions in a helper the page does not have.
+// Page functions are strings: tsx would wrap named functions in a helper the page does not have. Waits poll
+// page.evaluate (waitForExpression): the UI's CSP forbids the eval that waitForFunction runs in the page.
 
 let stack: Stack;
 let browser: Browser;
 let worker: ReturnType<typeof startFastWorker>;
 /** Tasks whose next run the fast worker completes (others fail when their payload says `broken`). */
 const fixed = new Set<string>();
+/** Anything the UI's Content-Security-Policy blocked on any page (the UI must work under it). */
+const cspViolations: string[] = [];
 
 before(async () => {
   ensureUiBuilt();
@@ -31,6 +34,7 @@ before(async () => {
   browser = await chromium.launch(chromiumOptions);
 });
 after(async () => {
+  assert.deepEqual(cspViolations, [], 'the UI ran into its Content-Security-Policy');
   await browser?.close();
   await worker.stop();
   await stack.stop();
@@ -82,12 +86,13 @@ async function uploadLog(c: Claimed, text: string) {
 async function newPage(): Promise<Page> {
   const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   page.on('pageerror', (err) => console.error(`page error: ${err.message}`));
+  page.on('console', (m) => /Content Security Policy/i.test(m.text()) && cspViolations.push(m.text()));
   return page;
 }
 
 async function openGraph(page: Page, taskGraphId: string) {
   await page.goto(`${stack.api.rootUrl}/ui/task-graph/${taskGraphId}`);
-  await page.waitForFunction('window.tgsGraph && window.tgsGraph.metrics.firstDraw !== undefined', null, { timeout: 30_000 });
+  await waitForExpression(page, 'window.tgsGraph && window.tgsGraph.metrics.firstDraw !== undefined', 30_000);
 }
 
 /** The header's counts by state, as the page's text shows them. */
@@ -119,7 +124,7 @@ async function clickNode(page: Page, label: string) {
     return { x: p.x + r.left, y: p.y + r.top };
   })()`) as { x: number; y: number };
   await page.mouse.click(at.x, at.y);
-  await page.waitForFunction(`document.querySelector('.task-panel .task-label')?.textContent === ${JSON.stringify(label)}`, null, { timeout: 10_000 });
+  await waitForExpression(page, `document.querySelector('.task-panel .task-label')?.textContent === ${JSON.stringify(label)}`, 10_000);
 }
 
 async function signInWithForm(page: Page, clientId: string, accessToken: string) {
@@ -152,7 +157,7 @@ test('a small graph shows the right states and updates live as tasks resolve and
   const extension = graphOf({ deploy: { requires: ['test'] } });
   (extension.tasks.deploy.task as { workerType: string }).workerType = 'live';
   const extended = await stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/extend`, { tasks: extension.tasks });
-  await page.waitForFunction(`document.querySelector('[data-total-tasks]')?.textContent === '4'`, null, { timeout: 30_000 });
+  await waitForExpression(page, `document.querySelector('[data-total-tasks]')?.textContent === '4'`, 30_000);
   await expectCounts(page, { completed: 2, pending: 1, unscheduled: 1 });
   await page.waitForSelector('.table-body .row[data-label=deploy][data-state=unscheduled]');
   const testRun = await claim('live', ids.get('test') as string);
@@ -186,7 +191,7 @@ test('clicking a failed task shows its log tail; the tail follows while a task r
   // the blocking task stands out and what it holds back is counted
   assert.match((await page.textContent('.blocked-note')) ?? '', /Blocked by compile \(failed\) — holding back 1 task/);
   await clickNode(page, 'compile');
-  await page.waitForFunction(`document.querySelector('.task-panel .log-tail')?.textContent.includes('error: the build broke at line 42')`, null, { timeout: 15_000 });
+  await waitForExpression(page, `document.querySelector('.task-panel .log-tail')?.textContent.includes('error: the build broke at line 42')`, 15_000);
   const tail = (await page.textContent('.task-panel .log-tail')) ?? '';
   assert.doesNotMatch(tail, /compiling unit 0\n/, 'only the tail of a long log');
   assert.equal(await page.textContent('.task-panel .task-state .badge'), 'failed');
@@ -196,11 +201,11 @@ test('clicking a failed task shows its log tail; the tail follows while a task r
 
   // a running task: its log grows while the panel is open
   await clickNode(page, 'lint');
-  await page.waitForFunction(`document.querySelector('.task-panel .log-tail')?.textContent.includes('lint step 1')`, null, { timeout: 15_000 });
+  await waitForExpression(page, `document.querySelector('.task-panel .log-tail')?.textContent.includes('lint step 1')`, 15_000);
   await uploadLog(lint, 'lint step 1\nlint step 2: all clean\n');
-  await page.waitForFunction(`document.querySelector('.task-panel .log-tail')?.textContent.includes('lint step 2: all clean')`, null, { timeout: 15_000 });
+  await waitForExpression(page, `document.querySelector('.task-panel .log-tail')?.textContent.includes('lint step 2: all clean')`, 15_000);
   await report(lint, 'completed');
-  await page.waitForFunction(`document.querySelector('.task-panel .task-state .badge')?.textContent === 'completed'`, null, { timeout: 15_000 });
+  await waitForExpression(page, `document.querySelector('.task-panel .task-state .badge')?.textContent === 'completed'`, 15_000);
   await page.close();
 });
 
@@ -282,7 +287,7 @@ test('the graphs list shows each graph with its counts and filters by state', as
   const shownStates = () => page.$$eval('table.graphs tbody tr', (rows) => rows.map((r) => r.getAttribute('data-state')));
   await page.selectOption('select[name=graph-state]', 'blocked');
   await page.waitForURL(/\?state=blocked$/);
-  await page.waitForFunction(`Array.from(document.querySelectorAll('table.graphs tbody tr')).every((r) => r.dataset.state === 'blocked')`);
+  await waitForExpression(page, `Array.from(document.querySelectorAll('table.graphs tbody tr')).every((r) => r.dataset.state === 'blocked')`);
   await page.waitForSelector(row(blocked.taskGraphId));
   assert.equal(await page.$(row(finished.taskGraphId)), null);
   assert.ok((await shownStates()).every((s) => s === 'blocked'));

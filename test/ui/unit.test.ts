@@ -10,6 +10,8 @@ import { hawkHeader } from '../../src/ui/hawk.js';
 import { csrFromCounts, edgeSegments, layoutGraph } from '../../src/ui/graph/layout.js';
 import { registerUi, uiSettings } from '../../src/api/ui.js';
 import { loadConfig } from '../../src/config.js';
+import { isResolved, MISSING, STATE_NAMES, stateCode } from '../../src/ui/states.js';
+import { isResolved as isResolvedState, MISSING_TASK_CHAR, TASK_STATE_CHAR, TASK_STATES } from '../../src/taskStates.js';
 
 test('the browser Hawk header is byte for byte what the hawk package computes', async () => {
   const credentials = { clientId: 'static/tgs/root', accessToken: 'secret-token' };
@@ -129,11 +131,22 @@ test('the UI server: files, index.html for client routes with <base> and setting
     await app.close();
     await missing.close();
   }
-  assert.equal(uiSettings(config, { TGS_TEMPORAL_UI_URL: 'https://temporal.example.com/ui/' }).temporalUiUrl, 'https://temporal.example.com/ui');
+  assert.equal(uiSettings(loadConfig({ TGS_TEMPORAL_UI_URL: 'https://temporal.example.com/ui/' })).temporalUiUrl, 'https://temporal.example.com/ui');
 });
 
 test('the browser code typechecks (its own tsconfig: DOM and preact JSX; the root tsconfig leaves src/ui out)', () => {
   const tsc = new URL('../../node_modules/typescript/bin/tsc', import.meta.url).pathname;
   const r = spawnSync(process.execPath, [tsc, '-p', new URL('../../src/ui/tsconfig.json', import.meta.url).pathname, '--noEmit'], { encoding: 'utf8' });
   assert.equal(r.status, 0, `tsc -p src/ui/tsconfig.json:\n${r.stdout}${r.stderr}`);
+});
+
+test('the explorer decodes every state character of the compact answers to the queue state of that name', () => {
+  for (const state of TASK_STATES) {
+    const code = stateCode(TASK_STATE_CHAR[state]);
+    assert.equal(STATE_NAMES[code], state);
+    assert.equal(isResolved(code), isResolvedState(state), state);
+  }
+  assert.equal(stateCode(MISSING_TASK_CHAR), MISSING);
+  assert.equal(STATE_NAMES[MISSING], 'missing');
+  assert.equal(isResolved(MISSING), false);
 });

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { Worker } from '@temporalio/worker';
-import { workflowBundle } from '../helpers/workflowEnv.js';
+import { workflowBundle } from '../../support/workflowEnv.js';
 
 const dir = 'test/fixtures/histories';
 

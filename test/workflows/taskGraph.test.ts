@@ -3,14 +3,26 @@ import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { FakeGraph, fakeActivities } from '../helpers/fakeActivities.js';
-import { startWorkflowEnv, type WorkflowEnv } from '../helpers/workflowEnv.js';
+import { startWorkflowEnv, type WorkflowEnv } from '../../support/workflowEnv.js';
 import type { NodeSpec } from '../helpers/graphPages.js';
-import type { StatusQueryResult, TaskGraphInput, TuningOptions } from '../../src/workflows/contract.js';
+import {
+  cancelSignal,
+  extendedSignal,
+  rerunSignal,
+  rerunUpdate,
+  resolutionsSignal,
+  statusQuery,
+  WORKFLOW_TYPE,
+  workflowIdFor,
+  type TaskGraphInput,
+  type TaskGraphWorkflow,
+  type TuningOptions,
+} from '../../src/workflows/contract.js';
 import { Worker } from '@temporalio/worker';
 import { execFileSync } from 'node:child_process';
 import { findTemporalCli } from '../../src/temporal/devServer.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { workflowBundle } from '../helpers/workflowEnv.js';
+import { workflowBundle } from '../../support/workflowEnv.js';
 
 const graphs = new Map<string, FakeGraph>();
 let env: WorkflowEnv;
@@ -47,17 +59,17 @@ async function start(specs: NodeSpec[], tuning: TuningOptions = {}) {
   const taskGraphId = slugid.nice();
   const graph = new FakeGraph(taskGraphId, specs);
   graphs.set(taskGraphId, graph);
-  const handle = await env.client.workflow.start('taskGraph', {
+  const handle = await env.client.workflow.start<TaskGraphWorkflow>(WORKFLOW_TYPE, {
     taskQueue: env.taskQueue,
-    workflowId: `task-graph/${taskGraphId}`,
+    workflowId: workflowIdFor(taskGraphId),
     args: [{ taskGraphId, tuning } satisfies TaskGraphInput],
   });
   handles.push({ name: `scenario-${handles.length + 1}`, workflowId: handle.workflowId });
   const resolve = (label: string, runId: number, state: 'completed' | 'failed' | 'exception') =>
-    handle.signal('resolutions', [{ taskId: graph.id(label), runId, state }]);
+    handle.signal(resolutionsSignal, [{ taskId: graph.id(label), runId, state }]);
   const dispatchedCount = (entry: string) => graph.dispatchedLabels().filter((d) => d === entry).length;
   const waitDispatched = (entry: string, times = 1) => graph.until(() => dispatchedCount(entry) >= times, `${entry} ×${times}`);
-  const status = () => handle.query<StatusQueryResult>('status');
+  const status = () => handle.query(statusQuery);
   return { taskGraphId, graph, handle, resolve, waitDispatched, status };
 }
 
@@ -116,10 +128,10 @@ test('a task that always fails blocks the graph; a manual rerun (Update) after t
   await g.resolve('independent', 0, 'completed');
 
   await assert.rejects(
-    g.handle.executeUpdate('rerunTask', { args: [{ label: 'after' }] }),
+    g.handle.executeUpdate(rerunUpdate, { args: [{ label: 'after' }] }),
     (err: unknown) => err instanceof WorkflowUpdateFailedError && /only a resolved task/.test(String(((err as Error).cause as Error | undefined)?.message)),
   );
-  await g.handle.signal('rerun', { label: 'nope' });
+  await g.handle.signal(rerunSignal, { label: 'nope' });
   let refused: string[] = [];
   for (let i = 0; i < 50 && refused.length === 0; i++) {
     refused = (await g.status()).refused;
@@ -127,7 +139,7 @@ test('a task that always fails blocks the graph; a manual rerun (Update) after t
   }
   assert.match(refused[refused.length - 1] ?? '', /not a task of this task-graph/);
 
-  const accepted = await g.handle.executeUpdate<{ taskId: string }, [{ label: string }]>('rerunTask', { args: [{ label: 'broken' }] });
+  const accepted = await g.handle.executeUpdate(rerunUpdate, { args: [{ label: 'broken' }] });
   assert.equal(accepted.taskId, g.graph.id('broken'));
   await g.waitDispatched('rerun:broken', 2);
   const manual = g.graph.dispatched.filter((d) => d.kind === 'rerun').at(-1);
@@ -158,7 +170,7 @@ test('extend while running: new tasks requiring existing ones run, and an extend
   const g = await start([{ label: 'a' }, { label: 'b', requires: ['a'] }]);
   await g.waitDispatched('schedule:a');
   g.graph.add([{ label: 'c', requires: ['a'] }, { label: 'd', requires: ['c', 'b'] }]);
-  await g.handle.signal('extended', { nodeCount: g.graph.nodeCount });
+  await g.handle.signal(extendedSignal, { nodeCount: g.graph.nodeCount });
   await g.graph.until(() => g.graph.published.some((p) => p.kind === 'task-graph-extended'), 'extended message');
   await g.resolve('a', 0, 'completed');
   await g.waitDispatched('schedule:b');
@@ -179,7 +191,7 @@ test('a manual rerun with resetDependents reruns the resolved dependents after t
   await g.waitDispatched('schedule:c');
   await g.resolve('c', 0, 'exception');
   await g.graph.until(() => g.graph.published.some((p) => p.kind === 'task-graph-blocked'), 'blocked');
-  const result = await g.handle.executeUpdate<{ resetDependents: string[] }, [{ label: string; resetDependents: boolean }]>('rerunTask', { args: [{ label: 'a', resetDependents: true }] });
+  const result = await g.handle.executeUpdate(rerunUpdate, { args: [{ label: 'a', resetDependents: true }] });
   assert.deepEqual(result.resetDependents.sort(), [g.graph.id('b'), g.graph.id('c')].sort());
   await g.waitDispatched('rerun:a');
   await g.resolve('a', 1, 'completed');
@@ -195,7 +207,7 @@ test('cancel cancels every unresolved task and ends the workflow as canceled', a
   const g = await start([{ label: 'a' }, { label: 'b', requires: ['a'] }, { label: 'c' }]);
   await g.waitDispatched('schedule:a');
   await g.resolve('c', 0, 'completed');
-  await g.handle.signal('cancel', {});
+  await g.handle.signal(cancelSignal, {});
   assert.equal((await g.handle.result()).state, 'canceled');
   assert.deepEqual(new Set(g.graph.canceled), new Set([g.graph.id('a'), g.graph.id('b')]));
   assert.equal(g.graph.published.at(-1)?.kind, 'task-graph-canceled');
@@ -226,8 +238,21 @@ test('continue-as-new carries the state: a 60-task chain finishes across several
     }
   }
   assert.equal((await g.handle.result()).state, 'finished');
-  const last = await env.client.workflow.getHandle(`task-graph/${g.taskGraphId}`).describe();
+  const last = await env.client.workflow.getHandle(workflowIdFor(g.taskGraphId)).describe();
   assert.notEqual(last.runId, firstRunId, 'the workflow continued as new');
   assert.equal(g.graph.dispatched.length, 61, 'no task was dispatched twice across runs');
   assert.deepEqual(g.graph.published.map((p) => p.kind), ['task-graph-running', 'task-graph-finished']);
+});
+
+test('a graph already blocked when its workflow starts announces running, then blocked, each with its own message', async () => {
+  // A workflow started late (the missing-workflow sweep) finds a task the queue shows failed for good.
+  const g = await start([
+    { label: 'broken', queueState: 'f', latestRun: 0 },
+    { label: 'after', requires: ['broken'] },
+  ]);
+  await g.graph.until(() => g.graph.published.some((p) => p.kind === 'task-graph-blocked'), 'blocked message');
+  assert.deepEqual(g.graph.published.map((p) => `${p.kind}:${p.state}`), ['task-graph-running:running', 'task-graph-blocked:blocked']);
+  assert.equal((await g.status()).state, 'blocked');
+  await g.handle.signal(cancelSignal, {});
+  await g.handle.result();
 });

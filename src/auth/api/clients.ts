@@ -1,6 +1,9 @@
+import type { ApiDeps } from '../../api/deps.js';
+import { CLIENT_ID } from '../../api/patterns.js';
 import { declare } from '../../api/endpoint.js';
+import { CLIENT_BODY_LIMIT } from '../../api/bodyLimits.js';
 import { TgsError } from '../../errors.js';
-import { decodeToken, encodeToken, LIMIT, TOKEN } from '../../queue/api/schemas.js';
+import { PAGE_QUERY, readPage } from '../../api/paging.js';
 import {
   createClient as createClientRow,
   deleteClient as deleteClientRow,
@@ -8,10 +11,11 @@ import {
   isStaticClientId,
   listClients as listClientRows,
   resetAccessToken as resetAccessTokenRow,
+  setClientDisabled,
   updateClient as updateClientRow,
   type ClientSettings,
 } from '../clients.js';
-import { CLIENT_ID, createClientRequest, createClientResponse, getClientResponse, listClientsResponse } from './schemas.js';
+import { refuseDoubleStar, createClientRequest, createClientResponse, getClientResponse, listClientsResponse } from './schemas.js';
 
 type ClientRequest = Omit<ClientSettings, 'scopes'> & { scopes?: string[] };
 
@@ -25,9 +29,9 @@ function refuseStatic(clientId: string): void {
   }
 }
 
-function refuseDoubleStar(scopes: string[] | undefined): void {
-  const bad = (scopes ?? []).filter((s) => s.endsWith('**'));
-  if (bad.length > 0) throw new TgsError('InputError', `scopes must not end with \`**\`: ${bad.join(', ')}`);
+/** A client as the API shows it: `expandedScopes` are its scopes through the roles. */
+async function withExpanded<T extends { scopes: string[] }>(deps: ApiDeps, client: T): Promise<T & { expandedScopes: string[] }> {
+  return { ...client, expandedScopes: (await deps.roles.current()).expand(client.scopes) };
 }
 
 const notFound = (clientId: string) => new TgsError('ResourceNotFound', `client ${clientId} not found`);
@@ -39,17 +43,12 @@ export const listClients = declare({
   description: 'Clients in clientId order; with `prefix`, only those whose clientId starts with it. Paged (limit ≤ 1000, continuationToken).',
   method: 'get',
   route: '/clients/',
-  query: { prefix: CLIENT_ID, continuationToken: TOKEN, limit: LIMIT },
+  query: { prefix: CLIENT_ID, ...PAGE_QUERY },
   scopes: 'auth:list-clients',
   output: listClientsResponse,
   async handler({ query, deps }) {
-    const limit = Math.min(Number(query.limit ?? 1000), 1000);
-    const rows = await listClientRows(deps.pool, { prefix: query.prefix, after: decodeToken(query.continuationToken), limit: limit + 1 });
-    const page = rows.slice(0, limit);
-    return {
-      clients: page,
-      ...(rows.length > limit ? { continuationToken: encodeToken(page[page.length - 1].clientId) } : {}),
-    };
+    const { page, next } = await readPage(query, (after, limit) => listClientRows(deps.pool, { prefix: query.prefix, after, limit }), (c) => c.clientId);
+    return { clients: await Promise.all(page.map((c) => withExpanded(deps, c))), ...next };
   },
 });
 
@@ -60,13 +59,12 @@ export const client = declare({
   description: 'A client: description, expiry, scopes. The access token is never shown again after createClient / resetAccessToken.',
   method: 'get',
   route: '/clients/<clientId>',
-  params: { clientId: CLIENT_ID },
   scopes: 'auth:get-client:<clientId>',
   output: getClientResponse,
   async handler({ params, deps }) {
     const found = await getClient(deps.pool, params.clientId);
     if (!found) throw notFound(params.clientId);
-    return found;
+    return withExpanded(deps, found);
   },
 });
 
@@ -81,21 +79,21 @@ export const createClient = declare<ClientRequest>({
     'cannot be created.',
   method: 'put',
   route: '/clients/<clientId>',
-  params: { clientId: CLIENT_ID },
   scopes: { AllOf: ['auth:create-client:<clientId>', { for: 'scope', in: 'scopes', each: '<scope>' }] },
   input: createClientRequest,
   output: createClientResponse,
+  bodyLimit: CLIENT_BODY_LIMIT,
   async handler({ params, body, deps, authorize }) {
     refuseStatic(params.clientId);
     const scopes = body.scopes ?? [];
     refuseDoubleStar(scopes);
     authorize({ scopes });
-    return createClientRow(deps.pool, params.clientId, {
+    return withExpanded(deps, await createClientRow(deps.pool, params.clientId, {
       description: body.description,
       expires: body.expires,
       scopes,
       deleteOnExpiration: body.deleteOnExpiration,
-    });
+    }));
   },
 });
 
@@ -108,10 +106,10 @@ export const updateClient = declare<ClientRequest>({
     '`auth:update-client:<clientId>` and every scope it adds. The access token is unchanged.',
   method: 'post',
   route: '/clients/<clientId>',
-  params: { clientId: CLIENT_ID },
   scopes: { AllOf: ['auth:update-client:<clientId>', { for: 'scope', in: 'scopesAdded', each: '<scope>' }] },
   input: createClientRequest,
   output: getClientResponse,
+  bodyLimit: CLIENT_BODY_LIMIT,
   async handler({ params, body, deps, authorize }) {
     refuseStatic(params.clientId);
     refuseDoubleStar(body.scopes);
@@ -121,7 +119,7 @@ export const updateClient = declare<ClientRequest>({
     authorize({ scopesAdded });
     const updated = await updateClientRow(deps.pool, params.clientId, body);
     if (!updated) throw notFound(params.clientId);
-    return updated;
+    return withExpanded(deps, updated);
   },
 });
 
@@ -132,14 +130,13 @@ export const resetAccessToken = declare({
   description: 'Replace a client\'s access token with a new one, returned once. The old token stops working at once.',
   method: 'post',
   route: '/clients/<clientId>/reset',
-  params: { clientId: CLIENT_ID },
   scopes: 'auth:reset-access-token:<clientId>',
   output: createClientResponse,
   async handler({ params, deps }) {
     refuseStatic(params.clientId);
     const reset = await resetAccessTokenRow(deps.pool, params.clientId);
     if (!reset) throw notFound(params.clientId);
-    return reset;
+    return withExpanded(deps, reset);
   },
 });
 
@@ -150,7 +147,6 @@ export const deleteClient = declare({
   description: 'Delete a client; its credentials stop working at once. Deleting a client that does not exist succeeds (Taskcluster).',
   method: 'delete',
   route: '/clients/<clientId>',
-  params: { clientId: CLIENT_ID },
   scopes: 'auth:delete-client:<clientId>',
   async handler({ params, deps }) {
     refuseStatic(params.clientId);
@@ -158,3 +154,28 @@ export const deleteClient = declare({
     return {};
   },
 });
+
+function setDisabled(name: 'enableClient' | 'disableClient', disabled: boolean) {
+  const verb = disabled ? 'disable' : 'enable';
+  return declare({
+    service: 'auth',
+    name,
+    title: disabled ? 'Disable Client' : 'Enable Client',
+    description: disabled
+      ? 'Disable a client: its credentials, and temporary credentials it issued, stop working at once; its settings stay. `static/` clients cannot be disabled.'
+      : 'Enable a disabled client; enabling an enabled client changes nothing.',
+    method: 'post',
+    route: `/clients/<clientId>/${verb}`,
+    scopes: `auth:${verb}-client:<clientId>`,
+    output: getClientResponse,
+    async handler({ params, deps }) {
+      refuseStatic(params.clientId);
+      const updated = await setClientDisabled(deps.pool, params.clientId, disabled);
+      if (!updated) throw notFound(params.clientId);
+      return withExpanded(deps, updated);
+    },
+  });
+}
+
+export const enableClient = setDisabled('enableClient', false);
+export const disableClient = setDisabled('disableClient', true);

@@ -1,7 +1,29 @@
 import type { Endpoint } from '../../api/endpoint.js';
-import { client, createClient, deleteClient, listClients, resetAccessToken, updateClient } from './clients.js';
+import { client, createClient, deleteClient, disableClient, enableClient, listClients, resetAccessToken, updateClient } from './clients.js';
 import { ping } from './ping.js';
 import { currentScopes } from './scopes.js';
+import { createRole, deleteRole, expandScopes, listRoleIds, listRoles, listRoles2, role, updateRole } from './roles.js';
+import { healthEndpoints } from '../../api/health.js';
 
 /** The auth API (`/api/auth/v1`): clients and their scopes. */
-export const authEndpoints: Endpoint[] = [ping, listClients, client, createClient, updateClient, resetAccessToken, deleteClient, currentScopes];
+export const authEndpoints: Endpoint[] = [
+  ping,
+  ...healthEndpoints('auth'),
+  listClients,
+  client,
+  createClient,
+  updateClient,
+  resetAccessToken,
+  enableClient,
+  disableClient,
+  deleteClient,
+  listRoles,
+  listRoles2,
+  listRoleIds,
+  role,
+  createRole,
+  updateRole,
+  deleteRole,
+  expandScopes,
+  currentScopes,
+];

@@ -1,7 +1,7 @@
 import type { JsonSchema } from '../../api/endpoint.js';
+import { pagedListSchema } from '../../api/paging.js';
+import { TgsError } from '../../errors.js';
 
-/** Taskcluster's clientId pattern (auth service). */
-export const CLIENT_ID = /^[A-Za-z0-9!@/:.+|_-]{1,256}$/;
 
 const scope: JsonSchema = { type: 'string', pattern: '^[\\x20-\\x7e]*$', maxLength: 1024 };
 
@@ -49,12 +49,7 @@ export const createClientResponse: JsonSchema = {
   properties: { ...clientProperties, accessToken: { type: 'string', minLength: 22 } },
 };
 
-export const listClientsResponse: JsonSchema = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['clients'],
-  properties: { clients: { type: 'array', items: getClientResponse }, continuationToken: { type: 'string' } },
-};
+export const listClientsResponse = pagedListSchema('clients', getClientResponse);
 
 export const scopeSet: JsonSchema = {
   type: 'object',
@@ -62,3 +57,48 @@ export const scopeSet: JsonSchema = {
   required: ['scopes'],
   properties: { scopes: { type: 'array', items: { type: 'string' } } },
 };
+
+/** Taskcluster refuses scopes ending in `**` in clients and roles. */
+export function refuseDoubleStar(scopes: string[] | undefined): void {
+  const bad = (scopes ?? []).filter((s) => s.endsWith('**'));
+  if (bad.length > 0) throw new TgsError('InputError', `scopes must not end with \`**\`: ${bad.join(', ')}`);
+}
+
+/** Taskcluster's scopeset as a request body (expandScopes). */
+export const scopeSetInput: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['scopes'],
+  properties: { scopes: { type: 'array', items: scope, maxItems: 10000 } },
+};
+
+/** Taskcluster's create-role-request (also updateRole's input). */
+export const createRoleRequest: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['scopes', 'description'],
+  properties: {
+    scopes: { type: 'array', items: scope, uniqueItems: true, maxItems: 10000 },
+    description: { type: 'string', maxLength: 10240 },
+  },
+};
+
+export const getRoleResponse: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['roleId', 'scopes', 'description', 'created', 'lastModified', 'expandedScopes'],
+  properties: {
+    roleId: { type: 'string' },
+    scopes: { type: 'array', items: { type: 'string' } },
+    description: { type: 'string' },
+    created: { type: 'string', format: 'date-time' },
+    lastModified: { type: 'string', format: 'date-time' },
+    expandedScopes: { type: 'array', items: { type: 'string' } },
+  },
+};
+
+export const listRolesResponse: JsonSchema = { type: 'array', items: getRoleResponse };
+
+export const listRoles2Response = pagedListSchema('roles', getRoleResponse);
+
+export const listRoleIdsResponse = pagedListSchema('roleIds', { type: 'string' });

@@ -6,8 +6,8 @@ export const currentScopes = declare({
   name: 'currentScopes',
   title: 'Get Current Scopes',
   description:
-    'The scopes of the request: the client\'s scopes, or those of its temporary credentials, restricted by ' +
-    '`authorizedScopes`. Taskcluster\'s path is `/scopes/current`; `/current-scopes` is an alias.',
+    'The scopes of the request, expanded through the roles: the client\'s scopes, or those of its temporary ' +
+    'credentials, restricted by `authorizedScopes`, plus `assume:anonymous` (every request holds it). Taskcluster\'s path is `/scopes/current`; `/current-scopes` is an alias.',
   method: 'get',
   route: '/scopes/current',
   aliases: ['/current-scopes'],

@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import { ApiClient, TgsApiError } from '../../client/http.js';
-import { describeApiError, requireCredentials, type ResolvedCredentials } from '../../client/credentials.js';
+import { requireCredentials } from '../../client/credentials.js';
+import { DurationError, parseDuration } from '../duration.js';
+import { withClient } from '../withClient.js';
 
 interface ClientInfo {
   clientId: string;
@@ -11,16 +13,10 @@ interface ClientInfo {
   accessToken?: string;
 }
 
-const UNITS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 7 * 86400, y: 365 * 86400 };
-
 /** `2026-01-01T00:00:00Z`, or a duration from now: `30d`, `12h`, `1 year`, `2 weeks`. */
 export function parseExpires(value: string, now = Date.now()): string {
-  const relative = /^\s*(\d+)\s*(s|sec|seconds?|m|min|minutes?|h|hours?|d|days?|w|weeks?|y|years?)\s*$/i.exec(value);
-  if (relative) {
-    const unit = relative[2].toLowerCase();
-    const seconds = UNITS[unit === 'min' || unit.startsWith('minute') ? 'm' : unit[0]];
-    return new Date(now + Number(relative[1]) * seconds * 1000).toISOString();
-  }
+  const ms = durationMs(value);
+  if (ms !== undefined && ms >= 0) return new Date(now + ms).toISOString();
   const date = new Date(value);
   if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(date.getTime())) {
     throw new Error(`--expires ${JSON.stringify(value)}: give a date (2027-01-01T00:00:00Z) or a duration (30d, 12h, 1 year)`);
@@ -28,12 +24,12 @@ export function parseExpires(value: string, now = Date.now()): string {
   return date.toISOString();
 }
 
-/** Runs one API call, turning failures into messages that say what to do next. */
-async function call<T>(resolved: ResolvedCredentials, fn: (api: ApiClient) => Promise<T>): Promise<T> {
+function durationMs(value: string): number | undefined {
   try {
-    return await fn(new ApiClient(resolved.rootUrl, resolved.credentials));
+    return parseDuration(value);
   } catch (err) {
-    throw new Error(describeApiError(err, resolved));
+    if (err instanceof DurationError) return undefined;
+    throw err;
   }
 }
 
@@ -69,7 +65,7 @@ export function registerClientCommand(program: Command): void {
         scopes: opts.scope,
         deleteOnExpiration: Boolean(opts.deleteOnExpiration),
       };
-      const created = await call(resolved, (api) => api.request<ClientInfo>('auth', 'PUT', path(clientId), body));
+      const created = await withClient(resolved, (c) => c.api.request<ClientInfo>('auth', 'PUT', path(clientId), body));
       if (opts.json) {
         console.log(JSON.stringify(created, null, 2));
         return;
@@ -96,8 +92,8 @@ export function registerClientCommand(program: Command): void {
         if (opts.prefix) query.set('prefix', opts.prefix);
         if (token) query.set('continuationToken', token);
         const qs = query.toString();
-        const page = await call(resolved, (api) =>
-          api.request<{ clients: ClientInfo[]; continuationToken?: string }>('auth', 'GET', `/clients/${qs ? `?${qs}` : ''}`),
+        const page = await withClient(resolved, (c) =>
+          c.api.request<{ clients: ClientInfo[]; continuationToken?: string }>('auth', 'GET', `/clients/${qs ? `?${qs}` : ''}`),
         );
         clients.push(...page.clients);
         token = page.continuationToken;
@@ -129,7 +125,7 @@ export function registerClientCommand(program: Command): void {
         (err: unknown) => err instanceof TgsApiError && err.status === 404,
       );
       if (missing) throw new Error(`no client ${clientId} (see \`tgs client list\`)`);
-      await call(resolved, (api) => api.request('auth', 'DELETE', path(clientId)));
+      await withClient(resolved, (c) => c.api.request('auth', 'DELETE', path(clientId)));
       console.log(`deleted client ${clientId}`);
     });
 
@@ -138,7 +134,7 @@ export function registerClientCommand(program: Command): void {
     .description('give a client a new access token (the old one stops working) and print it')
     .action(async (clientId: string) => {
       const resolved = requireCredentials();
-      const reset = await call(resolved, (api) => api.request<ClientInfo>('auth', 'POST', `${path(clientId)}/reset`));
+      const reset = await withClient(resolved, (c) => c.api.request<ClientInfo>('auth', 'POST', `${path(clientId)}/reset`));
       show(reset);
     });
 }

@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import slugid from 'slugid';
 import { loadConfig, ROOT_CLIENT_ID, type Config } from '../../config.js';
@@ -9,18 +8,31 @@ import { startBridge } from '../../bridge/bridge.js';
 import { memoryBusUrl } from '../../exchanges/bus.js';
 import { pgliteUrl } from '../../db/pglite.js';
 import { acquireDirLock } from '../../db/pgliteLock.js';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createSchedulerWorker, ensureSearchAttributes } from '../../worker.js';
-import { freePort, startDevServer, type DevServer } from '../../temporal/devServer.js';
-import { generateAccessToken } from '../../auth/clients.js';
+import { freePort, startDevServer, TGS_SEARCH_ATTRIBUTES, type DevServer } from '../../temporal/devServer.js';
+import { ensureStaticClient } from '../../auth/clients.js';
+import { prepareDataDir, rootAccessToken } from '../devDataDir.js';
+import type { TgsCredentials } from '../../client/http.js';
 import { GraphNotFinishedError, TgsApiError, TgsClient, type TaskGraph } from '../../client/tgsClient.js';
-import { Progress, readGraphFile, withTaskDefaults } from './graph.js';
-import { LIVE_LOG, startShellWorker, type ShellWorker } from '../../shellWorker/index.js';
+import { readGraphFile, withTaskDefaults } from '../graphFile.js';
+import { Progress } from '../progress.js';
+import { startShellWorker, type ShellWorker } from '../../shellWorker/index.js';
+import { LIVE_LOG } from '../../queue/liveLogName.js';
 import { onShutdown } from '../shutdown.js';
+import { DEV_TEMPORAL_CLIENT_ID, ensureDevTemporalClient } from '../../scheduler/temporalClient.js';
+import { configureLogging, lineLogger, logger, type LogFormat } from '../../log.js';
+import { logFormatFromEnv } from '../../config.js';
+import { observeBridge, observeRelay } from '../../observability/metrics.js';
+import { startMetricsServer } from '../../observability/metricsServer.js';
+import { installTemporalRuntime } from '../../observability/temporalRuntime.js';
 
 /** Where `tgs dev --workers N` workers take their tasks from; graphs for them use these. */
 export const DEV_PROVISIONER_ID = 'tgs-dev';
 export const DEV_WORKER_TYPE = 'shell';
+/** The client `--workers` use: worker scopes only (a task's own actions use the credentials claimWork hands out). */
+export const DEV_WORKER_CLIENT_ID = 'static/tgs/dev-workers';
+export const DEV_WORKER_GROUP = 'tgs-dev';
+export const DEV_WORKER_SCOPES = [`queue:claim-work:${DEV_PROVISIONER_ID}/${DEV_WORKER_TYPE}`, `queue:worker-id:${DEV_WORKER_GROUP}/*`];
 
 export interface DevOptions {
   port: string;
@@ -30,6 +42,16 @@ export interface DevOptions {
   workers: string;
   submit: string[];
   exit?: boolean;
+  logFormat?: string;
+}
+
+/** --log-format, else TGS_LOG_FORMAT, else pretty lines for a person at a terminal and JSON for anything else. */
+function devLogFormat(flag: string | undefined): LogFormat {
+  if (flag !== undefined) {
+    if (flag !== 'json' && flag !== 'pretty') throw new Error(`--log-format ${JSON.stringify(flag)}: give json or pretty`);
+    return flag;
+  }
+  return logFormatFromEnv() ?? (process.stdout.isTTY ? 'pretty' : 'json');
 }
 
 /** A URL to print: without its password. */
@@ -49,20 +71,6 @@ function positiveInt(value: string, flag: string, min: number): number {
   return n;
 }
 
-/** The root access token of this data directory: kept across restarts so exported credentials keep working. */
-function rootAccessToken(dataDir: string): string {
-  if (process.env.TGS_ROOT_ACCESS_TOKEN) return process.env.TGS_ROOT_ACCESS_TOKEN;
-  const file = path.join(dataDir, 'root-access-token');
-  if (existsSync(file)) {
-    const token = readFileSync(file, 'utf8').trim();
-    if (token) return token;
-  }
-  const token = generateAccessToken();
-  writeFileSync(file, `${token}\n`, { mode: 0o600 });
-  chmodSync(file, 0o600);
-  return token;
-}
-
 /**
  * The Temporal dev server on the preferred ports, or on free ones when they are taken. Two `tgs dev`
  * starting at the same moment can both see a port free: the loser's server fails to bind and is
@@ -78,8 +86,8 @@ async function startTemporal(opts: DevOptions, dataDir: string): Promise<DevServ
         uiPort,
         headless: false,
         dbFilename: path.join(dataDir, 'temporal.db'),
-        searchAttributes: { TaskGraphState: 'Keyword', TaskGraphSchedulerId: 'Keyword' },
-        log: (line) => console.log(line),
+        searchAttributes: TGS_SEARCH_ATTRIBUTES,
+        log: lineLogger(logger('temporal-server')),
       });
     } catch (err) {
       if (attempt >= 3 || !/address already in use|bind/i.test((err as Error).message)) throw err;
@@ -168,6 +176,7 @@ export function registerDevCommand(program: Command): void {
     .option('--workers <n>', `shell workers to run in-process (provisionerId ${DEV_PROVISIONER_ID}, workerType ${DEV_WORKER_TYPE})`, '0')
     .option('--submit <file>', 'once started, submit this task graph (JSON or YAML) and show its progress; repeatable', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--exit', 'with --submit: stop everything when the graphs are done (exit 0 if all finished, else 1)')
+    .option('--log-format <format>', 'process logs as json lines or pretty (readable) lines (default: pretty on a terminal, else json; TGS_LOG_FORMAT)')
     .action(async (opts: DevOptions) => {
       const cleanups: { name: string; run: () => Promise<void> }[] = [];
       let stopping: Promise<void> | undefined;
@@ -178,6 +187,8 @@ export function registerDevCommand(program: Command): void {
           }
         })());
       try {
+        // First, so every part's logger writes in the chosen format.
+        configureLogging({ format: devLogFormat(opts.logFormat) });
         await runDev(opts, cleanups, stop, () => stopping !== undefined);
       } catch (err) {
         console.error(`tgs dev: ${(err as Error).message}`);
@@ -198,7 +209,7 @@ async function runDev(
   if (opts.exit && opts.submit.length === 0) throw new Error('--exit needs at least one --submit FILE');
   const apiPreferred = positiveInt(opts.port, '--port', 1);
   const dataDir = path.resolve(opts.dataDir);
-  mkdirSync(dataDir, { recursive: true });
+  prepareDataDir(dataDir);
   const lock = acquireDirLock(
     path.join(dataDir, 'dev.lock'),
     `the tgs dev data directory ${dataDir}`,
@@ -240,21 +251,33 @@ async function runDev(
   const token = rootAccessToken(dataDir);
   const config = loadConfig(env, { databaseUrl, amqpUrl, temporalAddress, rootAccessToken: token });
   if (embeddedDb) console.log(`tgs dev: embedded database (PGlite) in ${path.join(dataDir, 'pglite')}`);
-  const api = await buildApi(config);
+  const api = await buildApi(config, { logger: logger('api') });
   cleanups.push({ name: 'the API', run: () => api.close() });
   await listenApi(api, config, apiPreferred);
   if (!env.TGS_ROOT_URL) config.rootUrl = `http://127.0.0.1:${config.port}`;
 
   // The bridge's queue must exist before the relay publishes: the in-process bus, like RabbitMQ, drops
   // messages no queue is bound for, and its queues start empty at every start.
-  const bridge = await startBridge({ config, pool: api.deps.pool, temporal: () => api.deps.temporal.get(), log: (l) => console.log(l) });
-  cleanups.push({ name: 'the bridge', run: () => bridge.stop() });
-  const relay = await startRelay({ config, pool: api.deps.pool, log: (l: string) => console.log(`relay: ${l}`) });
-  cleanups.push({ name: 'the relay', run: () => relay.stop() });
+  const bridge = await startBridge({ config, pool: api.deps.pool, temporal: () => api.deps.temporal.get(), log: lineLogger(logger('bridge')) });
+  const unobserveBridge = observeBridge(bridge.stats);
+  cleanups.push({ name: 'the bridge', run: () => (unobserveBridge(), bridge.stop()) });
+  const relay = await startRelay({ config, pool: api.deps.pool, log: lineLogger(logger('relay')) });
+  const unobserveRelay = observeRelay(config.databaseUrl, api.deps.pool, relay.stats);
+  cleanups.push({ name: 'the relay', run: () => (unobserveRelay(), relay.stop()) });
+  // One registry in this process: API, relay, bridge and scheduler worker metrics on one port.
+  const metrics = config.metricsPort > 0 ? await startMetricsServer({ port: config.metricsPort, host: config.host, log: logger('metrics') }) : undefined;
+  if (metrics) cleanups.push({ name: 'the metrics server', run: () => metrics.close() });
   await ensureSearchAttributes(config);
-  // The worker's bundling and state lines are noise here; warnings and errors still show.
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-  const { worker, connection } = await createSchedulerWorker({ config, pool: api.deps.pool });
+  // Graphs started directly on Temporal act as a client limited to what dev graphs need, never as root.
+  let temporalScopes: string[] | undefined;
+  if (!config.temporalClientId) {
+    config.temporalClientId = DEV_TEMPORAL_CLIENT_ID;
+    temporalScopes = await ensureDevTemporalClient(api.deps.pool, config, DEV_PROVISIONER_ID);
+  }
+  const workerLog = logger('scheduler-worker');
+  // The worker's bundling and state lines are noise here; warnings and errors still show (all of them at debug).
+  await installTemporalRuntime({ log: workerLog, metrics: metrics !== undefined, minLevel: ['debug', 'trace'].includes(workerLog.level) ? workerLog.level : 'warn' });
+  const { worker, connection } = await createSchedulerWorker({ config, pool: api.deps.pool, log: workerLog });
   const running = worker.run();
   cleanups.push({
     name: 'the scheduler worker',
@@ -266,17 +289,23 @@ async function runDev(
   });
 
   const root = { clientId: ROOT_CLIENT_ID, accessToken: token };
+  // Never root: a task that got hold of its worker's credentials would hold only these scopes.
+  let workerCredentials: TgsCredentials | undefined;
+  if (workers > 0) {
+    const c = await ensureStaticClient(api.deps.pool, DEV_WORKER_CLIENT_ID, DEV_WORKER_SCOPES, `tgs dev --workers: claims ${DEV_PROVISIONER_ID}/${DEV_WORKER_TYPE} tasks`);
+    workerCredentials = { clientId: c.clientId, accessToken: c.accessToken };
+  }
   const shellWorkers: ShellWorker[] = [];
   for (let i = 1; i <= workers; i++) {
     const w = startShellWorker({
       rootUrl: config.rootUrl,
-      credentials: root,
+      credentials: workerCredentials,
       provisionerId: DEV_PROVISIONER_ID,
       workerType: DEV_WORKER_TYPE,
       capacity: 1,
-      workerGroup: 'tgs-dev',
+      workerGroup: DEV_WORKER_GROUP,
       workerId: `dev-${process.pid}-${i}`.slice(0, 38),
-      log: (line) => console.log(`worker ${i}: ${line}`),
+      log: lineLogger(logger('shell-worker').child({ worker: i })),
     });
     w.done.catch((err: unknown) => console.error(`tgs dev: shell worker ${i} stopped: ${(err as Error).message}`));
     shellWorkers.push(w);
@@ -289,12 +318,16 @@ async function runDev(
   console.log(`  UI             ${config.rootUrl}/ui/`);
   console.log(`  UI sign-in     ${signIn}`);
   if (temporal?.uiPort) console.log(`  Temporal UI    http://127.0.0.1:${temporal.uiPort}`);
+  if (metrics) console.log(`  metrics        ${metrics.url}/metrics`);
   console.log(
     `  Temporal       ${temporalAddress} (${temporal ? 'dev server started by tgs dev' : 'TEMPORAL_ADDRESS'}; namespace ${config.temporalNamespace}, task queue ${config.temporalTaskQueue})`,
   );
+  console.log(`  Temporal graphs act as client ${config.temporalClientId}${temporalScopes ? ` (scopes ${temporalScopes.join(' ')})` : ' (TGS_TEMPORAL_CLIENT_ID)'}`);
   console.log(`  database       ${embeddedDb ? `embedded PGlite in ${path.join(dataDir, 'pglite')}` : `${safeUrl(databaseUrl)} (DATABASE_URL)`}`);
   console.log(`  messages       ${embeddedBus ? 'in-process message bus' : `${safeUrl(amqpUrl)} (AMQP_URL)`}`);
-  console.log(`  workers        ${workers} shell worker(s) for ${DEV_PROVISIONER_ID}/${DEV_WORKER_TYPE}${workers === 0 ? ' (add some with --workers N, or run tgs shell-worker)' : ''}`);
+  console.log(
+    `  workers        ${workers} shell worker(s) for ${DEV_PROVISIONER_ID}/${DEV_WORKER_TYPE}${workers === 0 ? ' (add some with --workers N, or run tgs shell-worker)' : ` as client ${DEV_WORKER_CLIENT_ID} (${DEV_WORKER_SCOPES.join(', ')})`}`,
+  );
   console.log('  credentials    (for tgs commands in another shell)');
   console.log(`    export TGS_ROOT_URL=${config.rootUrl}`);
   console.log(`    export TGS_CLIENT_ID=${ROOT_CLIENT_ID}`);

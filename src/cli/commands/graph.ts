@@ -1,187 +1,12 @@
 import type { Command } from 'commander';
-import { readFileSync } from 'node:fs';
-import { hostname, userInfo } from 'node:os';
 import path from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import slugid from 'slugid';
-import { describeApiError, requireCredentials, resolveCredentials, type ResolvedCredentials } from '../../client/credentials.js';
+import { requireCredentials, resolveCredentials } from '../../client/credentials.js';
 import { GraphNotFinishedError, TgsClient, type GraphInfo, type GraphTask, type TaskGraph, type TaskGraphNode } from '../../client/tgsClient.js';
-
-const LIVE_LOG = 'public/logs/live.log';
-const TASK_STATES = ['completed', 'running', 'pending', 'unscheduled', 'failed', 'exception'] as const;
-
-/** Runs `fn` with a client for the resolved root URL, turning API failures into messages that say what to do next. */
-export async function withClient<T>(resolved: ResolvedCredentials, fn: (client: TgsClient) => Promise<T>): Promise<T> {
-  try {
-    return await fn(new TgsClient({ rootUrl: resolved.rootUrl, credentials: resolved.credentials }));
-  } catch (err) {
-    if (err instanceof GraphNotFinishedError) throw err;
-    throw new Error(describeApiError(err, resolved));
-  }
-}
-
-const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400, w: 7 * 86400, mo: 30 * 86400, y: 365 * 86400 };
-
-function unitOf(word: string): number | undefined {
-  const w = word.toLowerCase();
-  if (/^(s|secs?|seconds?)$/.test(w)) return UNIT_SECONDS.s;
-  if (/^(m|mins?|minutes?)$/.test(w)) return UNIT_SECONDS.m;
-  if (/^(h|hrs?|hours?)$/.test(w)) return UNIT_SECONDS.h;
-  if (/^(d|days?)$/.test(w)) return UNIT_SECONDS.d;
-  if (/^(w|weeks?)$/.test(w)) return UNIT_SECONDS.w;
-  if (/^(mo|months?)$/.test(w)) return UNIT_SECONDS.mo;
-  if (/^(y|years?)$/.test(w)) return UNIT_SECONDS.y;
-  return undefined;
-}
-
-/** json-e's `$fromNow`: `"2 hours"`, `"1 day 30 minutes"`, `"-15 min"` → an ISO date relative to `now`. */
-export function fromNow(spec: string, now: number): string {
-  const m = /^\s*(-)?\s*((?:\d+\s*[a-zA-Z]+\s*)+)$/.exec(spec);
-  let seconds = 0;
-  if (m) {
-    for (const [, n, unit] of m[2].matchAll(/(\d+)\s*([a-zA-Z]+)/g)) {
-      const u = unitOf(unit);
-      if (u === undefined) throw new Error(`{"$fromNow": ${JSON.stringify(spec)}}: unknown unit ${JSON.stringify(unit)} (use seconds, minutes, hours, days, weeks, months or years)`);
-      seconds += Number(n) * u;
-    }
-  } else {
-    throw new Error(`{"$fromNow": ${JSON.stringify(spec)}}: write a duration like "2 hours" or "1 day 30 minutes"`);
-  }
-  return new Date(now + (m[1] ? -1 : 1) * seconds * 1000).toISOString();
-}
-
-/** Replaces every `{"$fromNow": "<duration>"}` in the value. */
-function resolveFromNow(value: unknown, now: number): unknown {
-  if (Array.isArray(value)) return value.map((v) => resolveFromNow(v, now));
-  if (value === null || typeof value !== 'object') return value;
-  const record = value as Record<string, unknown>;
-  const keys = Object.keys(record);
-  if (keys.length === 1 && keys[0] === '$fromNow' && typeof record.$fromNow === 'string') return fromNow(record.$fromNow, now);
-  return Object.fromEntries(keys.map((k) => [k, resolveFromNow(record[k], now)]));
-}
-
-/**
- * What the CLI adds to a graph file before submitting it, so example files need no timestamps:
- * `{"$fromNow": "..."}` anywhere becomes a date; a task without `created` gets now, without `deadline` now + 1 day;
- * missing `metadata` fields become the label, the graph's description/owner, and `source` the graph's page.
- */
-export function withTaskDefaults(
-  tasks: Record<string, TaskGraphNode>,
-  defaults: { now: number; owner: string; source: string; description?: string },
-): Record<string, TaskGraphNode> {
-  const out: Record<string, TaskGraphNode> = {};
-  for (const [label, node] of Object.entries(resolveFromNow(tasks, defaults.now) as Record<string, TaskGraphNode>)) {
-    if (node === null || typeof node !== 'object' || node.task === null || typeof node.task !== 'object' || Array.isArray(node.task)) {
-      out[label] = node; // the server names the label and what is wrong with it
-      continue;
-    }
-    const task = { ...node.task };
-    task.created ??= new Date(defaults.now).toISOString();
-    task.deadline ??= new Date(defaults.now + 86400_000).toISOString();
-    const metadata = typeof task.metadata === 'object' && task.metadata !== null ? (task.metadata as Record<string, unknown>) : {};
-    task.metadata = {
-      name: label,
-      description: defaults.description ?? `task ${label}`,
-      owner: defaults.owner,
-      source: defaults.source,
-      ...metadata,
-    };
-    out[label] = { ...node, task };
-  }
-  return out;
-}
-
-/** Reads a graph (or extension) file: JSON, or YAML for .yml/.yaml (and anything that is not JSON). */
-export function readGraphFile(file: string): Record<string, unknown> {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new Error(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
-  }
-  let value: unknown;
-  const yaml = /\.ya?ml$/i.test(file);
-  try {
-    value = yaml ? parseYaml(text) : JSON.parse(text);
-  } catch (jsonErr) {
-    if (yaml) throw new Error(`${file} is not valid YAML: ${(jsonErr as Error).message}`);
-    try {
-      value = parseYaml(text);
-    } catch {
-      throw new Error(`${file} is not valid JSON: ${(jsonErr as Error).message}`);
-    }
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value) || typeof (value as { tasks?: unknown }).tasks !== 'object') {
-    throw new Error(`${file} must hold an object with "tasks": {"<label>": {"requires": [...], "reruns": N, "task": {...}}} (seed 000's task-graph format)`);
-  }
-  return value as Record<string, unknown>;
-}
-
-function defaultOwner(): string {
-  try {
-    return `${userInfo().username}@${hostname()}`;
-  } catch {
-    return 'tgs-cli';
-  }
-}
-
-function elapsed(ms: number): string {
-  const s = ms / 1000;
-  if (s < 60) return `${s.toFixed(1)}s`;
-  const m = Math.floor(s / 60);
-  return `${m}m${String(Math.floor(s % 60)).padStart(2, '0')}s`;
-}
-
-function countsLine(info: GraphInfo): string {
-  const parts = TASK_STATES.filter((s) => (info.counts[s] ?? 0) > 0 || s === 'completed').map((s) => `${info.counts[s] ?? 0} ${s}`);
-  return `${info.taskCount} tasks: ${parts.join(', ')}`;
-}
-
-/**
- * `--wait`'s progress: counts by state, what is running, elapsed time. On a TTY the block is redrawn in place;
- * otherwise one plain line per change.
- */
-export class Progress {
-  private lastLines = 0;
-  private lastPlain = '';
-  private running: GraphTask[] = [];
-  private runningKey = '';
-
-  constructor(
-    private readonly client: TgsClient,
-    private readonly taskGraphId: string,
-    private readonly out: NodeJS.WriteStream,
-    private readonly started = Date.now(),
-  ) {}
-
-  async update(info: GraphInfo): Promise<void> {
-    // Which tasks run: read only when the counts moved, and only for graphs small enough to list.
-    const key = JSON.stringify(info.counts);
-    if (key !== this.runningKey) {
-      this.runningKey = key;
-      this.running = (info.counts.running ?? 0) > 0 && info.taskCount <= 2000
-        ? (await this.client.inspect(this.taskGraphId)).filter((t) => t.state === 'running')
-        : [];
-    }
-    const names = this.running.map((t) => t.label);
-    const runningText = names.length ? `running: ${names.slice(0, 10).join(', ')}${names.length > 10 ? ` (+${names.length - 10} more)` : ''}` : '';
-    const time = elapsed(Date.now() - this.started);
-    if (this.out.isTTY) {
-      const width = Math.max(20, (this.out.columns ?? 100) - 1);
-      const lines = [`task-graph ${this.taskGraphId} · ${info.status.state} · ${time}`, `  ${countsLine(info)}`];
-      if (runningText) lines.push(`  ${runningText}`);
-      const clear = this.lastLines > 0 ? `\x1b[${this.lastLines}A\x1b[J` : '';
-      this.out.write(clear + lines.map((l) => (l.length > width ? `${l.slice(0, width - 1)}…` : l)).join('\n') + '\n');
-      this.lastLines = lines.length;
-      return;
-    }
-    const plain = `${info.status.state} · ${countsLine(info)}${runningText ? ` · ${runningText}` : ''}`;
-    if (plain !== this.lastPlain) {
-      this.out.write(`[${time}] ${plain}\n`);
-      this.lastPlain = plain;
-    }
-  }
-}
+import { LIVE_LOG } from '../../queue/liveLogName.js';
+import { defaultOwner, readGraphFile, withTaskDefaults } from '../graphFile.js';
+import { countsLine, elapsed, Progress } from '../progress.js';
+import { withClient } from '../withClient.js';
 
 /** Prints why the graph did not finish: the blocking tasks, their run's reason and the tail of their log. */
 async function reportNotFinished(client: TgsClient, err: GraphNotFinishedError, tailLines: number): Promise<void> {
@@ -271,7 +96,7 @@ export function registerGraphCommand(program: Command): void {
   graph
     .command('submit <file>')
     .description(
-      'submit a task-graph file (seed 000 format, JSON or YAML) and print its id and page. Tasks may leave out created ' +
+      'submit a task-graph file (docs/formats.md, JSON or YAML) and print its id and page. Tasks may leave out created ' +
         '(now), deadline (now + 1 day) and metadata; {"$fromNow": "2 hours"} anywhere becomes a date',
     )
     .option('--wait', 'show progress until the graph finishes (exit 0), blocks or is canceled (exit 1)')

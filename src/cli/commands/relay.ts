@@ -1,18 +1,25 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../../config.js';
+import { createPool } from '../../db/pool.js';
 import { startRelay } from '../../exchanges/relay.js';
+import { lineLogger } from '../../log.js';
+import { observeRelay } from '../../observability/metrics.js';
+import { registerService } from '../service.js';
 import { onShutdown } from '../shutdown.js';
 
 export function registerRelayCommand(program: Command): void {
-  program
-    .command('relay')
-    .description('publish the Postgres outbox to RabbitMQ (one active relay at a time; others stand by)')
-    .action(async () => {
-      const relay = await startRelay({ config: loadConfig() });
-      const timer = setInterval(() => console.log(`relay: ${JSON.stringify(relay.stats)}`), 30_000);
-      onShutdown(async () => {
-        clearInterval(timer);
-        await relay.stop();
-      });
+  registerService(program, 'relay', 'publish the Postgres outbox to RabbitMQ (one active relay at a time; others stand by)', async ({ config, log, metrics }) => {
+    // The relay's own pool publishes; the outbox gauges read through this one so a scrape never waits behind a batch.
+    const pool = createPool(config.databaseUrl, 1);
+    const relay = await startRelay({ config, log: lineLogger(log) });
+    const unobserve = observeRelay(config.databaseUrl, pool, relay.stats);
+    // Counts every 30 s so an operator sees the relay working (also in tgs_relay_* metrics).
+    const timer = setInterval(() => log.info({ stats: relay.stats }, 'relay stats'), 30_000);
+    onShutdown(async () => {
+      clearInterval(timer);
+      unobserve();
+      await relay.stop();
+      await metrics?.close();
+      await pool.end();
     });
+  });
 }

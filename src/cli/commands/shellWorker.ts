@@ -1,6 +1,9 @@
 import type { Command } from 'commander';
 import { resolveCredentials } from '../../client/credentials.js';
 import { startShellWorker } from '../../shellWorker/index.js';
+import { loadConfig } from '../../config.js';
+import { lineLogger } from '../../log.js';
+import { startObservability } from '../../observability/process.js';
 import { onShutdown } from '../shutdown.js';
 
 interface Options {
@@ -10,6 +13,7 @@ interface Options {
   workerGroup?: string;
   workerId?: string;
   workDir?: string;
+  taskUser?: string;
 }
 
 export function registerShellWorkerCommand(program: Command): void {
@@ -26,21 +30,32 @@ export function registerShellWorkerCommand(program: Command): void {
     .option('--capacity <n>', 'how many tasks run at once', '1')
     .option('--worker-group <group>', 'workerGroup reported to the queue', 'tgs-shell')
     .option('--worker-id <id>', 'workerId reported to the queue (default <hostname>-<pid>)')
-    .option('--work-dir <dir>', 'parent of the per-task working directories (default: the OS temp dir)')
+    .option('--work-dir <dir>', 'parent of the per-task working directories (default: the OS temp dir; with --task-user, that user must be able to enter it)')
+    .option(
+      '--task-user <name>',
+      'run each task as this OS user (the worker must run as root): tasks cannot read the worker\'s credentials. Without it, tasks run as the worker\'s user and can read them',
+    )
     .action(async (opts: Options) => {
       const resolved = resolveCredentials();
-      const capacity = Number(opts.capacity);
-      const worker = startShellWorker({
-        rootUrl: resolved.rootUrl,
-        credentials: resolved.credentials,
-        provisionerId: opts.provisionerId,
-        workerType: opts.workerType,
-        capacity,
-        workerGroup: opts.workerGroup,
-        workerId: opts.workerId,
-        workDir: opts.workDir,
-      });
-      onShutdown(() => worker.stop());
-      await worker.done;
+      const { log, metrics } = await startObservability(loadConfig(), 'shell-worker');
+      try {
+        const worker = startShellWorker({
+          rootUrl: resolved.rootUrl,
+          credentials: resolved.credentials,
+          provisionerId: opts.provisionerId,
+          workerType: opts.workerType,
+          capacity: Number(opts.capacity),
+          workerGroup: opts.workerGroup,
+          workerId: opts.workerId,
+          workDir: opts.workDir,
+          taskUser: opts.taskUser,
+          log: lineLogger(log),
+        });
+        onShutdown(() => worker.stop());
+        await worker.done;
+      } finally {
+        // A worker that cannot work (bad options or credentials) must not be kept alive by the metrics server.
+        await metrics?.close();
+      }
     });
 }

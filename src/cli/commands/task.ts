@@ -3,10 +3,10 @@ import { writeFileSync } from 'node:fs';
 import { requireCredentials, resolveCredentials } from '../../client/credentials.js';
 import { TgsApiError } from '../../client/http.js';
 import type { TaskRun, TaskStatus, TgsClient } from '../../client/tgsClient.js';
-import { withClient } from './graph.js';
+import { LIVE_LOG } from '../../queue/liveLogName.js';
+import { isResolved } from '../../taskStates.js';
+import { withClient } from '../withClient.js';
 
-const LIVE_LOG = 'public/logs/live.log';
-const isResolved = (state: string) => state === 'completed' || state === 'failed' || state === 'exception';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function runId(value: string | undefined): number | undefined {

@@ -1,11 +1,12 @@
 import { declare } from '../../api/endpoint.js';
-import { SLUGID } from '../../api/patterns.js';
 import { withTransaction } from '../../db/pool.js';
 import { claimWork as claimWorkLoop } from '../claimWork.js';
 import { reclaimRun, resolveRun, EXCEPTION_REASONS } from '../resolveTask.js';
 import { runCredentials } from '../credentials.js';
-import { taskStatus } from '../taskRow.js';
-import { IDENTIFIER, RUN_ID, statusResponse } from './schemas.js';
+import { loadTaskScopes, taskStatus } from '../taskRow.js';
+import { TgsError } from '../../errors.js';
+import { pendingCount, splitTaskQueueId } from '../workers.js';
+import { statusResponse } from './schemas.js';
 
 export const claimWork = declare({
   service: 'queue',
@@ -17,7 +18,6 @@ export const claimWork = declare({
   route: '/claim-work/<provisionerId>/<workerType>',
   // taskcluster-client sends the taskQueueId as one %2F-encoded segment
   aliases: ['/claim-work/<taskQueueId>'],
-  params: { provisionerId: IDENTIFIER, workerType: IDENTIFIER, taskQueueId: /^[a-zA-Z0-9_-]{1,38}\/[a-zA-Z0-9_-]{1,38}$/ },
   scopes: { AllOf: ['queue:claim-work:<provisionerId>/<workerType>', 'queue:worker-id:<workerGroup>/<workerId>'] },
   input: {
     type: 'object',
@@ -29,11 +29,13 @@ export const claimWork = declare({
       tasks: { type: 'integer', minimum: 1, maximum: 32 },
     },
   },
-  async handler({ params, body, deps, authorize, request }) {
+  async handler({ params, body, deps, authorize, reply, request }) {
     const [provisionerId, workerType] = params.taskQueueId ? params.taskQueueId.split('/') : [params.provisionerId, params.workerType];
     authorize({ provisionerId, workerType, workerGroup: body.workerGroup, workerId: body.workerId });
     const abort = new AbortController();
-    request.raw.once('close', () => abort.abort());
+    // The response closing before we answer means the worker went away. (Not the request's 'close': that
+    // fires as soon as its body has been read, which may be after this line.)
+    reply.raw.once('close', () => abort.abort());
     const tasks = await claimWorkLoop(
       deps.pool,
       deps.config,
@@ -43,6 +45,8 @@ export const claimWork = declare({
       deps.config.claimWorkWaitMs,
       abort.signal,
     );
+    for (const t of tasks) request.log.info({ taskId: t.status.taskId, runId: t.runId, taskGroupId: t.status.taskGroupId, workerGroup: t.workerGroup, workerId: t.workerId }, 'task claimed');
+    deps.workers.workerSeen(`${provisionerId}/${workerType}`, body.workerGroup, body.workerId, tasks.map((t) => ({ taskId: t.status.taskId, runId: t.runId })));
     return { tasks };
   },
 });
@@ -54,13 +58,12 @@ export const reclaimTask = declare({
   description: 'Extend the claim on a running run (takenUntil only moves forward) and get fresh credentials.',
   method: 'post',
   route: '/task/<taskId>/runs/<runId>/reclaim',
-  params: { taskId: SLUGID, runId: RUN_ID },
   scopes: 'queue:reclaim-task:<taskId>/<runId>',
   async handler({ params, deps }) {
     const runId = Number(params.runId);
     const { row, takenUntil } = await withTransaction(deps.pool, (client) => reclaimRun(client, deps.config, params.taskId, runId));
     const run = row.runs[runId];
-    const { rows } = await deps.pool.query<{ scopes: string[] }>(`SELECT ARRAY(SELECT jsonb_array_elements_text(definition->'scopes')) AS scopes FROM tasks WHERE task_id = $1`, [params.taskId]);
+    const taskScopes = await loadTaskScopes(deps.pool, params.taskId);
     return {
       status: taskStatus(row),
       runId,
@@ -73,7 +76,7 @@ export const reclaimTask = declare({
         workerGroup: run.workerGroup as string,
         workerId: run.workerId as string,
         takenUntil,
-        taskScopes: rows[0]?.scopes ?? [],
+        taskScopes,
       }),
     };
   },
@@ -87,15 +90,15 @@ function report(name: string, outcome: 'completed' | 'failed' | 'exception', des
     description,
     method: 'post',
     route: `/task/<taskId>/runs/<runId>/${outcome}`,
-    params: { taskId: SLUGID, runId: RUN_ID },
     scopes: 'queue:resolve-task:<taskId>/<runId>',
     ...(outcome === 'exception'
       ? { input: { type: 'object', additionalProperties: false, required: ['reason'], properties: { reason: { enum: [...EXCEPTION_REASONS] } } } }
       : {}),
     output: statusResponse,
-    async handler({ params, body, deps }) {
+    async handler({ params, body, deps, request }) {
       const reason = outcome === 'exception' ? (body as { reason: string }).reason : undefined;
       const status = await resolveRun(deps.pool, deps.config, deps.groupAnnouncer, params.taskId, Number(params.runId), outcome, reason);
+      request.log.info({ taskId: params.taskId, runId: Number(params.runId), taskGroupId: status.taskGroupId, state: outcome, ...(reason ? { reason } : {}) }, `task ${outcome}`);
       return { status };
     },
   });
@@ -113,15 +116,42 @@ export const pendingTasks = declare({
   service: 'queue',
   name: 'pendingTasks',
   title: 'Get Number of Pending Tasks',
-  description: 'How many tasks of a worker pool are pending.',
+  description: 'How many tasks of a task queue are pending (exact: a count of the pending rows).',
   method: 'get',
-  route: '/pending/<provisionerId>/<workerType>',
-  params: { provisionerId: IDENTIFIER, workerType: IDENTIFIER },
-  async handler({ params, deps }) {
-    const { rows } = await deps.pool.query<{ n: number }>(
-      `SELECT count(*) AS n FROM tasks WHERE provisioner_id = $1 AND worker_type = $2 AND state = 'pending'`,
-      [params.provisionerId, params.workerType],
+  route: '/pending/<taskQueueId>',
+  // the form before task queues; the client sends the taskQueueId as one %2F-encoded segment
+  aliases: ['/pending/<provisionerId>/<workerType>'],
+  // `<provisionerId>/<workerType>` is `<taskQueueId>`, whichever form the request used
+  scopes: 'queue:pending-count:<provisionerId>/<workerType>',
+  output: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['provisionerId', 'workerType', 'taskQueueId', 'pendingTasks'],
+    properties: { provisionerId: { type: 'string' }, workerType: { type: 'string' }, taskQueueId: { type: 'string' }, pendingTasks: { type: 'integer', minimum: 0 } },
+  },
+  async handler({ params, deps, authorize }) {
+    const taskQueueId = params.taskQueueId ?? `${params.provisionerId}/${params.workerType}`;
+    const [provisionerId, workerType] = splitTaskQueueId(taskQueueId);
+    authorize({ provisionerId, workerType });
+    return { provisionerId, workerType, taskQueueId, pendingTasks: await pendingCount(deps.pool, taskQueueId) };
+  },
+});
+
+export const claimTask = declare({
+  service: 'queue',
+  name: 'claimTask',
+  title: 'Claim Task (deprecated)',
+  description:
+    'Taskcluster\'s deprecated, never documented claim of one given run. tgs does not serve it: workers call ' +
+    '`claimWork`. Every request gets 400 InputError saying so, whatever its body or credentials.',
+  method: 'post',
+  route: '/task/<taskId>/runs/<runId>/claim',
+  input: { type: 'object' },
+  async handler() {
+    throw new TgsError(
+      'InputError',
+      'queue.claimTask is deprecated (Taskcluster never documented it) and tgs does not serve it: claim work with ' +
+        'queue.claimWork(taskQueueId, {workerGroup, workerId, tasks}).',
     );
-    return { provisionerId: params.provisionerId, workerType: params.workerType, pendingTasks: rows[0].n };
   },
 });

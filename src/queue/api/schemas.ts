@@ -36,11 +36,6 @@ export const statusResponse: JsonSchema = {
   properties: { status: taskStatusSchema },
 };
 
-export const LIMIT = /^[1-9][0-9]{0,3}$/;
-export const TOKEN = /^[A-Za-z0-9_-]{1,200}$/;
-export const RUN_ID = /^[0-9]{1,2}$/;
-export const IDENTIFIER = /^[a-zA-Z0-9_-]{1,38}$/;
 
-/** Continuation tokens are the last key of the previous page, base64url: opaque to clients. */
-export const encodeToken = (key: string) => Buffer.from(key).toString('base64url');
-export const decodeToken = (token: string | undefined) => (token ? Buffer.from(token, 'base64url').toString() : '');
+export const DATE_TIME: JsonSchema = { type: 'string', format: 'date-time' };
+export const STABILITY: JsonSchema = { enum: ['experimental', 'stable', 'deprecated'] };

@@ -1,5 +1,5 @@
 import { declare } from '../../api/endpoint.js';
-import { SLUGID } from '../../api/patterns.js';
+import { TASK_BODY_LIMIT } from '../../api/bodyLimits.js';
 import { withTransaction } from '../../db/pool.js';
 import { TgsError } from '../../errors.js';
 import { validateTaskDefinition } from '../definition.js';
@@ -8,9 +8,11 @@ import { createTasks } from '../createTasks.js';
 import { scheduleTasks } from '../scheduleTasks.js';
 import { rerunTasks } from '../rerunTasks.js';
 import { cancelTasks } from '../cancelTasks.js';
-import { loadTasks, taskStatus, type TaskRow } from '../taskRow.js';
+import { loadDefinition, loadTasks, taskStatus, type TaskRow } from '../taskRow.js';
 import type { ApiDeps } from '../../api/deps.js';
 import { statusResponse } from './schemas.js';
+import { authorizeTaskInGraphGroup, signalGraphExtended } from '../../scheduler/graphGroup.js';
+import { joinQueueTasks } from '../../scheduler/graphStore.js';
 
 async function mustLoad(deps: ApiDeps, taskId: string): Promise<TaskRow> {
   const [row] = await loadTasks(deps.pool, [taskId]);
@@ -23,18 +25,27 @@ export const createTask = declare({
   name: 'createTask',
   title: 'Create New Task',
   description:
-    'Create a task (seed 001 definition, plus optional `routing`). Idempotent: the same definition again answers with its status; a different one is a 409. A task with dependencies stays unscheduled until its task group\'s workflow schedules it.',
+    'Create a task (the Taskcluster definition plus an optional `routing`, docs/formats.md § Task definition). Idempotent: the same definition again answers with its status; a different one is a 409. A task with dependencies stays unscheduled until its task group\'s workflow schedules it. A task group that is a task-graph also needs `scheduler:extend-task-graph:<taskGroupId>` (the task joins the graph); a finished or canceled graph takes no new task (409).',
   method: 'put',
   route: '/task/<taskId>',
-  params: { taskId: SLUGID },
   scopes: { AllOf: [{ for: 'scope', in: 'scopes', each: '<scope>' }, { for: 'route', in: 'routes', each: 'queue:route:<route>' }, 'queue:scheduler-id:<schedulerId>', 'queue:create-task:<priority>:<provisionerId>/<workerType>'] },
   input: { type: 'object' },
   output: statusResponse,
-  async handler({ params, body, deps, authorizeExpression }) {
+  bodyLimit: TASK_BODY_LIMIT,
+  async handler(ctx) {
+    const { params, body, deps, authorizeExpression } = ctx;
     const result = validateTaskDefinition(body, params.taskId, new Date());
     if ('errors' in result) throw new TgsError('InputValidationError', `Invalid task definition:\n${result.errors.join('\n')}`);
     authorizeExpression(createTaskScopes(result.definition));
-    const [status] = await withTransaction(deps.pool, (client) => createTasks(client, deps.config, [{ taskId: params.taskId, definition: result.definition }]));
+    const { status, grown } = await withTransaction(deps.pool, async (client) => {
+      const graph = await authorizeTaskInGraphGroup(client, result.definition.taskGroupId, params.taskId, ctx);
+      const [created] = await createTasks(client, deps.config, [{ taskId: params.taskId, definition: result.definition }]);
+      // A task of a graph's group is a node of that graph at once, so the graph cannot finish without it.
+      const nodeCount = graph ? await joinQueueTasks(client, graph.taskGraphId, [params.taskId]) : 0;
+      return { status: created, grown: graph && nodeCount > graph.nodeCount ? { taskGraphId: graph.taskGraphId, nodeCount } : undefined };
+    });
+    if (grown) await signalGraphExtended(deps, grown.taskGraphId, grown.nodeCount);
+    deps.workers.queueSeen(`${result.definition.provisionerId}/${result.definition.workerType}`);
     return { status };
   },
 });
@@ -46,11 +57,11 @@ export const getTask = declare({
   description: 'The task definition as stored (defaults filled in).',
   method: 'get',
   route: '/task/<taskId>',
-  params: { taskId: SLUGID },
+  scopes: 'queue:get-task:<taskId>',
   async handler({ params, deps }) {
-    const { rows } = await deps.pool.query<{ definition: Record<string, unknown> }>('SELECT definition FROM tasks WHERE task_id = $1', [params.taskId]);
-    if (!rows[0]) throw new TgsError('ResourceNotFound', `task ${params.taskId} not found`);
-    return rows[0].definition;
+    const definition = await loadDefinition(deps.pool, params.taskId);
+    if (!definition) throw new TgsError('ResourceNotFound', `task ${params.taskId} not found`);
+    return definition;
   },
 });
 
@@ -61,7 +72,7 @@ export const getStatus = declare({
   description: 'The task status structure.',
   method: 'get',
   route: '/task/<taskId>/status',
-  params: { taskId: SLUGID },
+  scopes: 'queue:status:<taskId>',
   output: statusResponse,
   async handler({ params, deps }) {
     return { status: taskStatus(await mustLoad(deps, params.taskId)) };
@@ -76,7 +87,6 @@ function taskAction(name: string, verb: 'schedule' | 'rerun' | 'cancel', scope: 
     description,
     method: 'post',
     route: `/task/<taskId>/${verb}`,
-    params: { taskId: SLUGID },
     scopes: `${scope}:<schedulerId>/<taskGroupId>/<taskId>`,
     output: statusResponse,
     async handler({ params, deps, authorize }) {

@@ -2,12 +2,13 @@ import { loadTasks } from '../../queue/taskRow.js';
 import { rerunRefusal } from '../../queue/rerunTasks.js';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { declare } from '../../api/endpoint.js';
-import { SLUGID } from '../../api/patterns.js';
 import { TgsError } from '../../errors.js';
-import { SIGNALS, UPDATES, workflowIdFor } from '../../workflows/contract.js';
+import { cancelSignal, rerunUpdate, workflowIdFor } from '../../workflows/contract.js';
 import { extendSchema } from '../graphSchema.js';
 import { extendTaskGraph } from '../extendTaskGraph.js';
 import { getGraph, requireGraph } from '../graphStore.js';
+import { findMemberTaskId } from '../graphReads.js';
+import { signalGraphExtended } from '../graphGroup.js';
 import type { ApiDeps } from '../../api/deps.js';
 import { graphStatus, statusResponseSchema, taskGraphResponseSchema } from './shapes.js';
 
@@ -33,20 +34,13 @@ export const extendEndpoint = declare({
   description: 'Add tasks to a running or blocked task-graph; new tasks may require existing labels. A finished or canceled graph → 409.',
   method: 'post',
   route: '/task-graph/<taskGraphId>/extend',
-  params: { taskGraphId: SLUGID },
   scopes: 'scheduler:extend-task-graph:<taskGraphId>',
   input: extendSchema,
   output: taskGraphResponseSchema,
-  bodyLimit: 256 * 1024 * 1024,
+  bodyLimit: (config) => config.maxGraphBytes,
   async handler({ params, body, deps, authorizeExpression }) {
     const result = await extendTaskGraph(deps, params.taskGraphId, body, authorizeExpression);
-    try {
-      const { handle } = await graphHandle(deps, params.taskGraphId);
-      await handle.signal(SIGNALS.extended, { nodeCount: result.graph.node_count });
-    } catch (err) {
-      // The tasks are stored; the workflow also finds them when it reconciles with Postgres.
-      console.error(`extend ${params.taskGraphId}: signal failed, the workflow will pick the tasks up when it reconciles:`, (err as Error).message);
-    }
+    await signalGraphExtended(deps, params.taskGraphId, result.graph.node_count);
     return { status: graphStatus(result.graph), tasks: result.tasks };
   },
 });
@@ -56,13 +50,12 @@ export const rerunEndpoint = declare({
   name: 'rerunTask',
   title: 'Rerun Task',
   description: [
-    'Rerun a resolved task of the graph (by taskId or label) through the workflow Update `rerunTask`, so the answer',
+    `Rerun a resolved task of the graph (by taskId or label) through the workflow Update \`${rerunUpdate.name}\`, so the answer`,
     'says at once whether it was accepted. `resetDependents: true` also reruns the dependents that already resolved,',
     'after this task completes again.',
   ].join(' '),
   method: 'post',
   route: '/task-graph/<taskGraphId>/rerun/<taskIdOrLabel>',
-  params: { taskGraphId: SLUGID },
   scopes: 'scheduler:rerun-task:<taskGraphId>/<taskIdOrLabel>',
   input: {
     type: 'object',
@@ -71,20 +64,17 @@ export const rerunEndpoint = declare({
   },
   async handler({ params, body, deps }) {
     const { row, handle } = await graphHandle(deps, params.taskGraphId);
-    const { rows } = await deps.pool.query<{ task_id: string }>(
-      'SELECT task_id FROM graph_nodes WHERE task_graph_id = $1 AND member AND (task_id = $2 OR label = $2)',
-      [params.taskGraphId, params.taskIdOrLabel],
-    );
-    if (!rows[0]) throw new TgsError('ResourceNotFound', `no task ${params.taskIdOrLabel} in task-graph ${params.taskGraphId}`);
+    const taskId = await findMemberTaskId(deps.pool, params.taskGraphId, params.taskIdOrLabel);
+    if (!taskId) throw new TgsError('ResourceNotFound', `no task ${params.taskIdOrLabel} in task-graph ${params.taskGraphId}`);
     // What the queue would refuse (deadline, 50 runs) is refused here at once rather than after the Update.
-    const [task] = await loadTasks(deps.pool, [rows[0].task_id]);
+    const [task] = await loadTasks(deps.pool, [taskId]);
     const refusal = task && rerunRefusal(task, new Date());
     if (refusal) throw new TgsError('RequestConflict', `rerun refused: ${refusal}`);
     try {
-      const result = await handle.executeUpdate(UPDATES.rerun, {
-        args: [{ taskId: rows[0].task_id, resetDependents: (body as { resetDependents: boolean }).resetDependents }],
+      const result = await handle.executeUpdate(rerunUpdate, {
+        args: [{ taskId: taskId, resetDependents: (body as { resetDependents: boolean }).resetDependents }],
       });
-      return { ...(result as object), accepted: true };
+      return { ...result, accepted: true };
     } catch (err) {
       if (err instanceof WorkflowUpdateFailedError) {
         throw new TgsError('RequestConflict', `rerun refused: ${err.cause?.message ?? err.message}`);
@@ -104,14 +94,13 @@ export const cancelEndpoint = declare({
   description: 'Cancel every unresolved task of the graph; the graph state becomes canceled.',
   method: 'post',
   route: '/task-graph/<taskGraphId>/cancel',
-  params: { taskGraphId: SLUGID },
   scopes: 'scheduler:cancel-task-graph:<taskGraphId>',
   output: statusResponseSchema,
   async handler({ params, deps }) {
     const { row, handle } = await graphHandle(deps, params.taskGraphId);
     if (row.state === 'finished' || row.state === 'canceled') return { status: graphStatus(row) };
     try {
-      await handle.signal(SIGNALS.cancel, {});
+      await handle.signal(cancelSignal, {});
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw closedGraph(params.taskGraphId, row.state);
       throw err;

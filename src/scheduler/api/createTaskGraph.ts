@@ -1,5 +1,4 @@
 import { declare } from '../../api/endpoint.js';
-import { SLUGID } from '../../api/patterns.js';
 import { createTaskGraph } from '../createTaskGraph.js';
 import { taskGraphSchema } from '../graphSchema.js';
 import { startGraphWorkflow } from '../startWorkflow.js';
@@ -10,18 +9,17 @@ export const createTaskGraphEndpoint = declare({
   name: 'createTaskGraph',
   title: 'Create Task-Graph',
   description: [
-    'Create a task-graph (seed 000 format): every task gets a taskId and the graph becomes the durable',
+    'Create a task-graph (the task-graph format of docs/formats.md): every task gets a taskId and the graph becomes the durable',
     'workflow `task-graph/<taskGraphId>`. Idempotent: the same graph again returns the same taskIds; a',
     'different graph under the same id is a 409. An invalid graph is one 400 naming every offending label.',
     'Needs scheduler:create-task-graph and, for every task, the scopes createTask would demand.',
   ].join(' '),
   method: 'put',
   route: '/task-graph/<taskGraphId>',
-  params: { taskGraphId: SLUGID },
   scopes: { AllOf: ['scheduler:create-task-graph', { for: 'scope', in: 'taskScopes', each: '<scope>' }] },
   input: taskGraphSchema,
   output: taskGraphResponseSchema,
-  bodyLimit: 256 * 1024 * 1024,
+  bodyLimit: (config) => config.maxGraphBytes,
   async handler({ params, body, deps, authorizeExpression }) {
     const result = await createTaskGraph(deps, params.taskGraphId, body, { authorize: authorizeExpression });
     await startGraphWorkflow(deps.temporal, deps.config, {

@@ -2,7 +2,7 @@ import type { Endpoint } from '../../api/endpoint.js';
 import { createTaskGraphEndpoint } from './createTaskGraph.js';
 import { cancelEndpoint, extendEndpoint, rerunEndpoint } from './actionEndpoints.js';
 import { listTaskGraphsEndpoint } from './listEndpoint.js';
-import { taskGraphNodesEndpoint } from './layoutEndpoint.js';
+import { taskGraphNodesEndpoint } from './nodesEndpoint.js';
 import { taskGraphChangesEndpoint } from './changesEndpoint.js';
 import { infoEndpoint, inspectEndpoint, inspectTaskEndpoint, pingEndpoint, statusEndpoint } from './readEndpoints.js';
 

@@ -1,19 +1,21 @@
 import { declare, type JsonSchema } from '../../api/endpoint.js';
+import { PAGE_QUERY, pageResult } from '../../api/paging.js';
 import { TgsError } from '../../errors.js';
 import { graphStatusSchema } from '../graphSchema.js';
-import type { GraphRow } from '../graphStore.js';
+import { listGraphs, memberStateCounts, type GraphListPosition } from '../graphReads.js';
 import { graphStatus } from './shapes.js';
 
 const GRAPH_STATES = ['running', 'blocked', 'finished', 'canceled'] as const;
 const TASK_STATES = ['unscheduled', 'pending', 'running', 'completed', 'failed', 'exception'] as const;
 
-/** `<created in µs since the epoch>.<taskGraphId>` of the last graph of a page, base64url. */
-function encodeToken(createdUs: string, taskGraphId: string): string {
-  return Buffer.from(`${createdUs}.${taskGraphId}`).toString('base64url');
-}
-
-function decodeToken(token: string): { createdUs: string; taskGraphId: string } {
-  const m = /^(-?[0-9]{1,19})\.([A-Za-z0-9_-]{1,64})$/.exec(Buffer.from(token, 'base64url').toString('utf8'));
+/**
+ * Its continuation token is `<created in µs since the epoch>.<taskGraphId>` of the last graph of a page, base64url
+ * (src/api/paging.ts encodes it); its default page is 20 graphs, and it reads the token with its own rules.
+ */
+function decodeToken(token: string): GraphListPosition {
+  // at most 17 digits: ±10^17 µs (years 1200 BC to 5138) stays inside Postgres' bigint and timestamptz ranges,
+  // where 19 digits were a 500
+  const m = /^(-?[0-9]{1,17})\.([A-Za-z0-9_-]{1,64})$/.exec(Buffer.from(token, 'base64url').toString('utf8'));
   if (!m) throw new TgsError('InputError', 'Invalid continuationToken: pass the continuationToken of the previous answer unchanged');
   return { createdUs: m[1], taskGraphId: m[2] };
 }
@@ -65,43 +67,18 @@ export const listTaskGraphsEndpoint = declare({
   route: '/task-graphs',
   query: {
     state: new RegExp(`^(${GRAPH_STATES.join('|')})$`),
-    continuationToken: /^[A-Za-z0-9_-]{1,200}$/,
-    limit: /^[1-9][0-9]{0,3}$/,
+    ...PAGE_QUERY,
   },
   output: listOutput,
   async handler({ query, deps }) {
     const limit = Math.min(Number(query.limit ?? 20), 1000);
     const after = query.continuationToken ? decodeToken(query.continuationToken) : undefined;
-    const where: string[] = [];
-    const args: unknown[] = [];
-    if (query.state) {
-      args.push(query.state);
-      where.push(`state = $${args.length}`);
-    }
-    if (after) {
-      args.push(after.createdUs, after.taskGraphId);
-      const created = `(timestamptz 'epoch' + $${args.length - 1}::bigint * interval '1 microsecond')`;
-      where.push(`(created < ${created} OR (created = ${created} AND task_graph_id > $${args.length}))`);
-    }
-    args.push(limit + 1);
-    const { rows } = await deps.pool.query<GraphRow & { created_us: string }>(
-      `SELECT *, (extract(epoch FROM created) * 1000000)::bigint::text AS created_us FROM task_graphs
-       ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-       ORDER BY created DESC, task_graph_id LIMIT $${args.length}`,
-      args,
-    );
-    const page = rows.slice(0, limit);
+    const rows = await listGraphs(deps.pool, { state: query.state, after, limit: limit + 1 });
+    const { page, continuationToken } = pageResult(rows, limit, (r) => `${r.created_us}.${r.task_graph_id}`);
     const counts = new Map(page.map((r) => [r.task_graph_id, Object.fromEntries(TASK_STATES.map((s) => [s, 0])) as Record<string, number>]));
     if (page.length) {
-      const { rows: byState } = await deps.pool.query<{ task_graph_id: string; state: string; count: number }>(
-        `SELECT n.task_graph_id, t.state, count(*) AS count
-         FROM graph_nodes n JOIN tasks t ON t.task_id = n.task_id
-         WHERE n.task_graph_id = ANY($1) AND n.member GROUP BY 1, 2`,
-        [page.map((r) => r.task_graph_id)],
-      );
-      for (const r of byState) (counts.get(r.task_graph_id) as Record<string, number>)[r.state] = r.count;
+      for (const r of await memberStateCounts(deps.pool, page.map((r) => r.task_graph_id))) (counts.get(r.task_graph_id) as Record<string, number>)[r.state] = r.count;
     }
-    const last = page[page.length - 1];
     return {
       taskGraphs: page.map((r) => ({
         status: graphStatus(r),
@@ -113,7 +90,7 @@ export const listTaskGraphsEndpoint = declare({
         created: r.created.toISOString(),
         updated: r.updated.toISOString(),
       })),
-      ...(rows.length > limit ? { continuationToken: encodeToken(last.created_us, last.task_graph_id) } : {}),
+      ...(continuationToken === undefined ? {} : { continuationToken }),
     };
   },
 });

@@ -2,20 +2,12 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { apiGet, apiUrl, artifactPath, ApiError, describeError } from '../api';
 import { STATE_COLORS, type StateName } from '../states';
+import { LIVE_LOG } from '../../queue/liveLogName';
+import type { RunOf } from '../../queue/run';
 import { duration, timestamp } from './format';
+import { TableHead } from './TableHead';
 
-export interface Run {
-  runId: number;
-  state: string;
-  reasonCreated: string;
-  reasonResolved?: string;
-  workerGroup?: string;
-  workerId?: string;
-  takenUntil?: string;
-  scheduled: string;
-  started?: string;
-  resolved?: string;
-}
+export type Run = RunOf<string>;
 
 export interface TaskStatus {
   taskId: string;
@@ -33,7 +25,6 @@ export interface Artifact {
   expires: string;
 }
 
-export const LOG_NAME = 'public/logs/live.log';
 const TAIL_LINES = 200;
 
 export function StateBadge({ state }: { state: string }) {
@@ -49,17 +40,7 @@ export function RunsTable({ runs }: { runs: Run[] }) {
   if (!runs.length) return <p class="muted">No runs yet.</p>;
   return (
     <table class="runs">
-      <thead>
-        <tr>
-          <th>run</th>
-          <th>state</th>
-          <th>reason</th>
-          <th>worker</th>
-          <th>started</th>
-          <th>resolved</th>
-          <th>took</th>
-        </tr>
-      </thead>
+      <TableHead columns={['run', 'state', 'reason', 'worker', 'started', 'resolved', 'took']} />
       <tbody>
         {runs.map((r) => (
           <tr key={r.runId} data-run={r.runId}>
@@ -135,7 +116,7 @@ export function LogTail({ taskId, live, refresh }: { taskId: string; live: boole
     const abort = new AbortController();
     const load = async () => {
       try {
-        const res = await fetch(apiUrl('queue', `/task/${taskId}/artifacts/${artifactPath(LOG_NAME)}`), { signal: abort.signal, cache: 'no-store' });
+        const res = await fetch(apiUrl('queue', `/task/${taskId}/artifacts/${artifactPath(LIVE_LOG)}`), { signal: abort.signal, cache: 'no-store' });
         if (res.ok) {
           const body = await res.text();
           const lines = body.split('\n');
@@ -166,8 +147,8 @@ export function LogTail({ taskId, live, refresh }: { taskId: string; live: boole
   return (
     <div class="log">
       <div class="log-head">
-        <a href={apiUrl('queue', `/task/${taskId}/artifacts/${artifactPath(LOG_NAME)}`)} target="_blank" rel="noreferrer">
-          {LOG_NAME}
+        <a href={apiUrl('queue', `/task/${taskId}/artifacts/${artifactPath(LIVE_LOG)}`)} target="_blank" rel="noreferrer">
+          {LIVE_LOG}
         </a>{' '}
         <span class="muted">{note}</span>
         {live && <span class="live-dot" title="following" />}
@@ -178,5 +159,29 @@ export function LogTail({ taskId, live, refresh }: { taskId: string; live: boole
         </pre>
       )}
     </div>
+  );
+}
+
+/**
+ * A task's runs, log tail and artifacts, as the graph page's side panel (`h3` headings) and the task page (`h2`)
+ * show them. `live`: the task is pending or running, so the log is looked at again while it grows.
+ */
+export function RunSections(props: { taskId: string; status?: TaskStatus; live: boolean; refresh: string; heading: 'h2' | 'h3' }) {
+  const { taskId, status, live, refresh, heading: Heading } = props;
+  return (
+    <>
+      <section>
+        <Heading>Runs</Heading>
+        {status ? <RunsTable runs={status.runs} /> : <p class="muted">Loading…</p>}
+      </section>
+      <section>
+        <Heading>Log</Heading>
+        <LogTail taskId={taskId} live={live} refresh={refresh} />
+      </section>
+      <section>
+        <Heading>Artifacts</Heading>
+        <Artifacts taskId={taskId} refresh={refresh} />
+      </section>
+    </>
   );
 }

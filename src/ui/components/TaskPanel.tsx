@@ -3,9 +3,9 @@ import { useEffect, useState } from 'preact/hooks';
 import { apiGet, describeError } from '../api';
 import type { GraphStore } from '../graph/store';
 import { href } from '../router';
-import { STATE_NAMES } from '../states';
+import { isResolved, STATE_NAMES } from '../states';
 import { ActionResult, ConfirmButton, SignInHint, useAction } from './Actions';
-import { Artifacts, LogTail, RunsTable, StateBadge, type TaskStatus } from './TaskDetails';
+import { RunSections, StateBadge, type TaskStatus } from './TaskDetails';
 
 const MAX_LINKS = 60;
 
@@ -65,7 +65,7 @@ export function TaskPanel({ store, idx, version }: { store: GraphStore; idx: num
   }, [taskId, refresh]);
   void version;
   const live = state === 'running' || state === 'pending';
-  const resolved = state === 'completed' || state === 'failed' || state === 'exception';
+  const resolved = isResolved(d.states[idx]);
   return (
     <aside class="task-panel" aria-label="task details" data-task-id={taskId}>
       <div class="panel-head">
@@ -139,18 +139,7 @@ export function TaskPanel({ store, idx, version }: { store: GraphStore; idx: num
           <ActionResult result={action.result} />
         </section>
       )}
-      <section>
-        <h3>Runs</h3>
-        {status ? <RunsTable runs={status.runs} /> : <p class="muted">Loading…</p>}
-      </section>
-      <section>
-        <h3>Log</h3>
-        <LogTail taskId={taskId} live={live} refresh={refresh} />
-      </section>
-      <section>
-        <h3>Artifacts</h3>
-        <Artifacts taskId={taskId} refresh={refresh} />
-      </section>
+      <RunSections taskId={taskId} status={status} live={live} refresh={refresh} heading="h3" />
       <NodeLinks store={store} nodes={store.requires(idx)} title="requires" />
       <NodeLinks store={store} nodes={store.dependents(idx)} title="dependents" />
     </aside>

@@ -1,99 +1,15 @@
 // Draws the graph with WebGL2: edges as one LINES draw, nodes as one POINTS draw (colour from a per-node state
 // byte, markers from a per-node flag byte), so a frame costs two draw calls whatever the size and a state change
 // uploads one byte per node. Labels go on a 2D canvas on top, only when zoomed in far enough to read them.
-// Pan (drag), zoom (wheel, buttons), fit, and click picking (nearest node under the pointer).
+// Pan (drag), zoom (wheel, buttons), fit, and click picking. The view's arithmetic is in camera.ts, the GLSL in
+// shaders.ts, the flag bits in flags.ts.
 import { stateRgb } from '../states';
 import { ROW_GAP } from './layout';
+import { Camera } from './camera';
+import { FLAG_BLOCKING, FLAG_SELECTED } from './flags';
+import { BLIT_FS, BLIT_VS, EDGE_FS, EDGE_VS, NODE_FS, NODE_VS } from './shaders';
 
-export const FLAG_SELECTED = 1;
-export const FLAG_BLOCKING = 2;
-export const FLAG_HELD_BACK = 4;
-export const FLAG_DIM = 8;
-
-/** World units: neighbours in a row are 1 apart; a node is this wide. */
-const NODE_SIZE = 0.62;
-/** A small graph is not blown up beyond this many pixels per world unit. */
-const MAX_FIT_ZOOM = 70;
-
-const NODE_VS = `#version 300 es
-in vec2 a_pos;
-in uint a_state;
-in uint a_flags;
-uniform vec2 u_center;
-uniform float u_zoom;
-uniform vec2 u_viewport;
-uniform float u_size;
-uniform vec3 u_colors[7];
-out vec3 v_color;
-flat out uint v_flags;
-out float v_size;
-void main() {
-  vec2 p = (a_pos - u_center) * u_zoom;
-  gl_Position = vec4(p.x * 2.0 / u_viewport.x, -p.y * 2.0 / u_viewport.y, 0.0, 1.0);
-  float size = u_size;
-  if ((a_flags & 2u) != 0u) size = max(size * 1.3, 16.0);
-  if ((a_flags & 1u) != 0u) size = max(size, 14.0);
-  gl_PointSize = size;
-  v_size = size;
-  v_color = u_colors[min(a_state, 6u)];
-  v_flags = a_flags;
-}`;
-
-const NODE_FS = `#version 300 es
-precision mediump float;
-in vec3 v_color;
-flat in uint v_flags;
-in float v_size;
-out vec4 o_color;
-void main() {
-  vec2 c = gl_PointCoord * 2.0 - 1.0;
-  float r = length(c);
-  if (r > 1.0) discard;
-  float px = 2.0 / v_size;
-  vec3 col = v_color;
-  float alpha = 1.0;
-  if ((v_flags & 8u) != 0u) { col = mix(col, vec3(1.0), 0.7); }
-  if ((v_flags & 4u) != 0u) col = (v_size >= 7.0 && r < 0.5) ? vec3(1.0) : mix(col, vec3(0.55, 0.18, 0.1), 0.6);
-  if (v_size >= 7.0 && r > 1.0 - 1.5 * px) col = col * 0.6;
-  if ((v_flags & 2u) != 0u && r > 1.0 - 5.0 * px) col = (r > 1.0 - 2.5 * px) ? vec3(0.0) : vec3(1.0, 0.85, 0.0);
-  if ((v_flags & 1u) != 0u && r > 1.0 - 3.5 * px) col = vec3(0.0, 0.75, 1.0);
-  o_color = vec4(col, alpha);
-}`;
-
-const EDGE_VS = `#version 300 es
-in vec2 a_pos;
-uniform vec2 u_center;
-uniform float u_zoom;
-uniform vec2 u_viewport;
-void main() {
-  vec2 p = (a_pos - u_center) * u_zoom;
-  gl_Position = vec4(p.x * 2.0 / u_viewport.x, -p.y * 2.0 / u_viewport.y, 0.0, 1.0);
-}`;
-
-const EDGE_FS = `#version 300 es
-precision mediump float;
-uniform vec4 u_color;
-out vec4 o_color;
-void main() { o_color = u_color; }`;
-
-// Copies the cached edge layer to the screen (moved and scaled while a pan or zoom is under way).
-const BLIT_VS = `#version 300 es
-in vec2 a_pos;
-in vec2 a_uv;
-out vec2 v_uv;
-void main() { v_uv = a_uv; gl_Position = vec4(a_pos, 0.0, 1.0); }`;
-
-const BLIT_FS = `#version 300 es
-precision mediump float;
-in vec2 v_uv;
-uniform sampler2D u_tex;
-out vec4 o_color;
-void main() { o_color = texture(u_tex, v_uv); }`;
-
-/** After the last wheel event, the edges are drawn again at full quality this much later. */
-const SETTLE_MS = 150;
-
-function compile(gl: WebGL2RenderingContext, vs: string, fs: string): WebGLProgram {
+function compileProgram(gl: WebGL2RenderingContext, vs: string, fs: string): WebGLProgram {
   const program = gl.createProgram() as WebGLProgram;
   for (const [type, source] of [[gl.VERTEX_SHADER, vs], [gl.FRAGMENT_SHADER, fs]] as const) {
     const shader = gl.createShader(type) as WebGLShader;
@@ -106,6 +22,9 @@ function compile(gl: WebGL2RenderingContext, vs: string, fs: string): WebGLProgr
   if (!gl.getProgramParameter(program, gl.LINK_STATUS)) throw new Error(`program: ${gl.getProgramInfoLog(program)}`);
   return program;
 }
+
+/** After the last wheel event, the edges are drawn again at full quality this much later. */
+const SETTLE_MS = 150;
 
 export interface RendererGraph {
   n: number;
@@ -144,11 +63,7 @@ export class GraphRenderer {
   private settleTimer: ReturnType<typeof setTimeout> | undefined;
   private graph: RendererGraph | undefined;
   private edgeCount = 0;
-  private center = { x: 0, y: 0 };
-  private zoom = 1;
-  private fitZoom = 1;
-  private width = 1;
-  private height = 1;
+  private readonly camera = new Camera();
   private frame = 0;
   private dirtyStates = false;
   private dirtyFlags = false;
@@ -166,8 +81,8 @@ export class GraphRenderer {
     if (!gl) throw new Error('This browser has no WebGL2: the graph cannot be drawn (the table below still lists every task).');
     this.gl = gl;
     this.ctx = overlay.getContext('2d') as CanvasRenderingContext2D;
-    this.nodeProgram = compile(gl, NODE_VS, NODE_FS);
-    this.edgeProgram = compile(gl, EDGE_VS, EDGE_FS);
+    this.nodeProgram = compileProgram(gl, NODE_VS, NODE_FS);
+    this.edgeProgram = compileProgram(gl, EDGE_VS, EDGE_FS);
     this.posBuffer = gl.createBuffer() as WebGLBuffer;
     this.stateBuffer = gl.createBuffer() as WebGLBuffer;
     this.flagBuffer = gl.createBuffer() as WebGLBuffer;
@@ -193,7 +108,7 @@ export class GraphRenderer {
     gl.bindBuffer(gl.ARRAY_BUFFER, this.edgeBuffer);
     gl.enableVertexAttribArray(edgeLoc);
     gl.vertexAttribPointer(edgeLoc, 2, gl.FLOAT, false, 0, 0);
-    this.blitProgram = compile(gl, BLIT_VS, BLIT_FS);
+    this.blitProgram = compileProgram(gl, BLIT_VS, BLIT_FS);
     this.blitBuffer = gl.createBuffer() as WebGLBuffer;
     this.blitVao = gl.createVertexArray() as WebGLVertexArrayObject;
     gl.bindVertexArray(this.blitVao);
@@ -231,7 +146,7 @@ export class GraphRenderer {
     gl.bufferData(gl.ARRAY_BUFFER, graph.edges, gl.STATIC_DRAW);
     this.edgeCount = graph.edges.length / 2;
     this.edgeView = undefined;
-    this.computeFitZoom();
+    this.camera.computeFitZoom(graph.bounds);
     if (fit) this.fit();
     else this.requestDraw();
   }
@@ -258,53 +173,31 @@ export class GraphRenderer {
 
   fit(): void {
     if (!this.graph) return;
-    const b = this.graph.bounds;
-    this.center = { x: (b.minX + b.maxX) / 2, y: (b.minY + b.maxY) / 2 };
-    this.zoom = this.fitZoom;
+    this.camera.fit(this.graph.bounds);
     this.requestDraw();
   }
 
   zoomBy(factor: number, at?: { x: number; y: number }): void {
-    const p = at ?? { x: this.width / 2, y: this.height / 2 };
-    const before = this.toWorld(p.x, p.y);
-    this.zoom = Math.min(Math.max(this.zoom * factor, this.fitZoom / 4), 400);
-    const after = this.toWorld(p.x, p.y);
-    this.center.x += before.x - after.x;
-    this.center.y += before.y - after.y;
+    this.camera.zoomBy(factor, at);
     this.requestDraw();
   }
 
   /** Centres node idx, zooming in until labels are readable. */
   centerOn(idx: number): void {
     if (!this.graph) return;
-    this.center = { x: this.graph.xy[2 * idx], y: this.graph.xy[2 * idx + 1] };
-    this.zoom = Math.max(this.zoom, 45);
+    this.camera.centerOn({ x: this.graph.xy[2 * idx], y: this.graph.xy[2 * idx + 1] });
     this.requestDraw();
   }
 
   /** Where node idx is on screen, in CSS pixels relative to the canvas. */
   screenPosition(idx: number): { x: number; y: number } {
     const g = this.graph as RendererGraph;
-    return this.toScreen(g.xy[2 * idx], g.xy[2 * idx + 1]);
+    return this.camera.toScreen(g.xy[2 * idx], g.xy[2 * idx + 1]);
   }
 
   pick(sx: number, sy: number): number | undefined {
     const g = this.graph;
-    if (!g) return undefined;
-    const w = this.toWorld(sx, sy);
-    const radius = Math.max((this.pointSize() / 2 + 3) / this.zoom, 6 / this.zoom);
-    let best = -1;
-    let bestD = radius * radius;
-    for (let i = 0; i < g.n; i++) {
-      const dx = g.xy[2 * i] - w.x;
-      const dy = g.xy[2 * i + 1] - w.y;
-      const d = dx * dx + dy * dy;
-      if (d <= bestD) {
-        bestD = d;
-        best = i;
-      }
-    }
-    return best < 0 ? undefined : best;
+    return g ? this.camera.pick(g.xy, g.n, sx, sy) : undefined;
   }
 
   destroy(): void {
@@ -323,39 +216,18 @@ export class GraphRenderer {
     });
   }
 
-  private pointSize(): number {
-    return Math.min(Math.max(NODE_SIZE * this.zoom, 2.5), 48);
-  }
-
-  private toWorld(sx: number, sy: number) {
-    return { x: (sx - this.width / 2) / this.zoom + this.center.x, y: (sy - this.height / 2) / this.zoom + this.center.y };
-  }
-
-  private toScreen(wx: number, wy: number) {
-    return { x: (wx - this.center.x) * this.zoom + this.width / 2, y: (wy - this.center.y) * this.zoom + this.height / 2 };
-  }
-
-  private computeFitZoom(): void {
-    if (!this.graph) return;
-    const b = this.graph.bounds;
-    this.fitZoom = Math.min(this.width / (b.maxX - b.minX + 3), this.height / (b.maxY - b.minY + 3), MAX_FIT_ZOOM);
-  }
-
   private resize(): void {
     const parent = this.canvas.parentElement as HTMLElement;
     const dpr = window.devicePixelRatio || 1;
-    this.width = Math.max(1, parent.clientWidth);
-    this.height = Math.max(1, parent.clientHeight);
+    const cam = this.camera;
+    cam.resize(parent.clientWidth, parent.clientHeight, this.graph?.bounds);
     for (const c of [this.canvas, this.overlay]) {
-      c.width = Math.round(this.width * dpr);
-      c.height = Math.round(this.height * dpr);
-      c.style.width = `${this.width}px`;
-      c.style.height = `${this.height}px`;
+      c.width = Math.round(cam.width * dpr);
+      c.height = Math.round(cam.height * dpr);
+      c.style.width = `${cam.width}px`;
+      c.style.height = `${cam.height}px`;
     }
     this.resizeEdgeLayer();
-    const wasFit = Math.abs(this.zoom - this.fitZoom) < 1e-9;
-    this.computeFitZoom();
-    if (wasFit) this.zoom = this.fitZoom;
     this.requestDraw();
   }
 
@@ -367,7 +239,8 @@ export class GraphRenderer {
     gl.clearColor(1, 1, 1, 1);
     gl.clear(gl.COLOR_BUFFER_BIT);
     this.ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    this.ctx.clearRect(0, 0, this.width, this.height);
+    const cam = this.camera;
+    this.ctx.clearRect(0, 0, cam.width, cam.height);
     if (!g) return;
     if (this.dirtyStates) {
       gl.bindBuffer(gl.ARRAY_BUFFER, this.stateBuffer);
@@ -384,26 +257,26 @@ export class GraphRenderer {
 
     const setView = (program: WebGLProgram) => {
       gl.useProgram(program);
-      gl.uniform2f(gl.getUniformLocation(program, 'u_center'), this.center.x, this.center.y);
-      gl.uniform1f(gl.getUniformLocation(program, 'u_zoom'), this.zoom * dpr);
+      gl.uniform2f(gl.getUniformLocation(program, 'u_center'), cam.center.x, cam.center.y);
+      gl.uniform1f(gl.getUniformLocation(program, 'u_zoom'), cam.zoom * dpr);
       gl.uniform2f(gl.getUniformLocation(program, 'u_viewport'), this.canvas.width, this.canvas.height);
     };
     // Edges: drawn into a texture once per view (100,000 lines cost ~100 ms on a software GPU); a frame that
     // only changes states, flags or the selection copies that texture. While the view moves the old texture
     // is moved along and the edges are drawn again once it settles.
     const moving = this.drag?.moved === true || performance.now() < this.settleUntil;
-    const current = this.edgeView && this.edgeView.x === this.center.x && this.edgeView.y === this.center.y && this.edgeView.zoom === this.zoom;
+    const current = this.edgeView && this.edgeView.x === cam.center.x && this.edgeView.y === cam.center.y && this.edgeView.zoom === cam.zoom;
     if (!current && !(moving && this.edgeView)) {
       gl.bindFramebuffer(gl.FRAMEBUFFER, this.edgeFramebuffer as WebGLFramebuffer);
       gl.clear(gl.COLOR_BUFFER_BIT);
       setView(this.edgeProgram);
-      const density = this.edgeCount / 2 / Math.max(1, (this.zoom / this.fitZoom) ** 2) / ((this.width * this.height) / 1e4);
+      const density = this.edgeCount / 2 / Math.max(1, (cam.zoom / cam.fitZoom) ** 2) / ((cam.width * cam.height) / 1e4);
       const alpha = Math.min(0.7, Math.max(0.06, 0.7 / Math.sqrt(Math.max(density, 1))));
       gl.uniform4f(gl.getUniformLocation(this.edgeProgram, 'u_color'), 0.25, 0.29, 0.34, alpha);
       gl.bindVertexArray(this.edgeVao);
       gl.drawArrays(gl.LINES, 0, this.edgeCount);
       gl.bindFramebuffer(gl.FRAMEBUFFER, null);
-      this.edgeView = { x: this.center.x, y: this.center.y, zoom: this.zoom };
+      this.edgeView = { x: cam.center.x, y: cam.center.y, zoom: cam.zoom };
     } else if (!current) {
       this.scheduleSettle();
     }
@@ -416,7 +289,7 @@ export class GraphRenderer {
     }
     // Nodes.
     setView(this.nodeProgram);
-    gl.uniform1f(gl.getUniformLocation(this.nodeProgram, 'u_size'), this.pointSize() * dpr);
+    gl.uniform1f(gl.getUniformLocation(this.nodeProgram, 'u_size'), cam.pointSize() * dpr);
     gl.uniform3fv(gl.getUniformLocation(this.nodeProgram, 'u_colors'), stateRgb());
     gl.bindVertexArray(this.nodeVao);
     gl.drawArrays(gl.POINTS, 0, g.n);
@@ -447,13 +320,7 @@ export class GraphRenderer {
     const gl = this.gl;
     const v = this.edgeView;
     if (!v) return;
-    const k = this.zoom / v.zoom;
-    const W = this.width;
-    const H = this.height;
-    const dx = (v.x - this.center.x) * this.zoom;
-    const dy = (v.y - this.center.y) * this.zoom;
-    const corner = (sx: number, sy: number, u: number, t: number) => [((sx - W / 2) * k + dx + W / 2) / W * 2 - 1, 1 - ((sy - H / 2) * k + dy + H / 2) / H * 2, u, t];
-    const quad = new Float32Array([...corner(0, 0, 0, 1), ...corner(W, 0, 1, 1), ...corner(0, H, 0, 0), ...corner(W, H, 1, 0)]);
+    const quad = this.camera.layerQuad(v);
     gl.disable(gl.BLEND);
     gl.useProgram(this.blitProgram);
     gl.activeTexture(gl.TEXTURE0);
@@ -485,17 +352,18 @@ export class GraphRenderer {
     ctx.lineWidth = 3;
     ctx.strokeStyle = 'rgba(255,255,255,0.9)';
     ctx.fillStyle = '#202124';
-    const size = this.pointSize();
+    const cam = this.camera;
+    const size = cam.pointSize();
     // Labels when neighbours are far enough apart for a few characters and rows for a line of text.
-    const room = this.zoom * g.xScale;
-    const readable = room >= 40 && this.zoom * ROW_GAP >= 16;
+    const room = cam.zoom * g.xScale;
+    const readable = room >= 40 && cam.zoom * ROW_GAP >= 16;
     const maxChars = Math.max(5, Math.floor(room / 7));
     let drawn = 0;
     for (let i = 0; i < g.n && drawn < 3000; i++) {
       const marked = (g.flags[i] & (FLAG_SELECTED | FLAG_BLOCKING)) !== 0;
       if (!readable && !marked) continue;
-      const p = this.toScreen(g.xy[2 * i], g.xy[2 * i + 1]);
-      if (p.x < -100 || p.y < -20 || p.x > this.width + 100 || p.y > this.height + 20) continue;
+      const p = cam.toScreen(g.xy[2 * i], g.xy[2 * i + 1]);
+      if (p.x < -100 || p.y < -20 || p.x > cam.width + 100 || p.y > cam.height + 20) continue;
       let text = g.labels[i] || '(external)';
       if (text.length > maxChars && !marked) text = `${text.slice(0, maxChars - 1)}…`;
       const y = p.y + (g.flags[i] & FLAG_BLOCKING ? Math.max(size * 1.3, 16) : size) / 2 + 2;
@@ -509,7 +377,7 @@ export class GraphRenderer {
     const el = this.overlay;
     el.addEventListener('pointerdown', (e) => {
       el.setPointerCapture(e.pointerId);
-      this.drag = { x: e.offsetX, y: e.offsetY, cx: this.center.x, cy: this.center.y, moved: false };
+      this.drag = { x: e.offsetX, y: e.offsetY, cx: this.camera.center.x, cy: this.camera.center.y, moved: false };
     });
     el.addEventListener('pointermove', (e) => {
       const d = this.drag;
@@ -518,7 +386,7 @@ export class GraphRenderer {
       const dy = e.offsetY - d.y;
       if (!d.moved && dx * dx + dy * dy < 16) return;
       d.moved = true;
-      this.center = { x: d.cx - dx / this.zoom, y: d.cy - dy / this.zoom };
+      this.camera.center = { x: d.cx - dx / this.camera.zoom, y: d.cy - dy / this.camera.zoom };
       this.requestDraw();
     });
     el.addEventListener('pointerup', (e) => {

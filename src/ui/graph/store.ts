@@ -4,7 +4,8 @@
 import { apiGet, apiUrl, ApiError } from '../api';
 import { isResolved, stateCode, STATE_NAMES } from '../states';
 import type { GraphData, GraphHeader, WorkerRequest, WorkerResponse } from './data';
-import { FLAG_BLOCKING, FLAG_DIM, FLAG_HELD_BACK, FLAG_SELECTED, GraphRenderer } from './renderer';
+import { GraphRenderer } from './renderer';
+import { FLAG_BLOCKING, FLAG_DIM, FLAG_HELD_BACK, FLAG_SELECTED } from './flags';
 
 interface ChangesAnswer extends GraphHeader {
   graphChanged: boolean;

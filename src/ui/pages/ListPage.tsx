@@ -2,6 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { apiGet, describeError } from '../api';
 import { ago } from '../components/format';
+import { TableHead } from '../components/TableHead';
 import { href, navigate } from '../router';
 import { GRAPH_STATE_COLORS, STATE_COLORS, STATE_NAMES } from '../states';
 
@@ -82,16 +83,7 @@ export function ListPage({ query }: { query: URLSearchParams }) {
       {answer && answer.taskGraphs.length === 0 && <p class="muted empty">No {state ? `${state} ` : ''}task graphs{token ? ' on this page' : ''}.</p>}
       {answer && answer.taskGraphs.length > 0 && (
         <table class="graphs">
-          <thead>
-            <tr>
-              <th>graph</th>
-              <th>state</th>
-              <th>tasks</th>
-              <th>by state</th>
-              <th>routing</th>
-              <th>age</th>
-            </tr>
-          </thead>
+          <TableHead columns={['graph', 'state', 'tasks', 'by state', 'routing', 'age']} />
           <tbody>
             {answer.taskGraphs.map((g) => (
               <tr key={g.status.taskGraphId} data-graph-id={g.status.taskGraphId} data-state={g.status.state}>

@@ -1,7 +1,7 @@
 // /ui/task/<taskId>: any task, in a graph or not: status, runs, log, artifacts, definition.
 import { useEffect, useState } from 'preact/hooks';
 import { apiGet, describeError } from '../api';
-import { Artifacts, LogTail, RunsTable, StateBadge, type TaskStatus } from '../components/TaskDetails';
+import { RunSections, StateBadge, type TaskStatus } from '../components/TaskDetails';
 import { href } from '../router';
 
 interface TaskDefinition {
@@ -87,18 +87,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
           )}
         </dl>
       )}
-      <section>
-        <h2>Runs</h2>
-        {status ? <RunsTable runs={status.runs} /> : <p class="muted">Loading…</p>}
-      </section>
-      <section>
-        <h2>Log</h2>
-        <LogTail taskId={taskId} live={status?.state === 'running' || status?.state === 'pending'} refresh={refresh} />
-      </section>
-      <section>
-        <h2>Artifacts</h2>
-        <Artifacts taskId={taskId} refresh={refresh} />
-      </section>
+      <RunSections taskId={taskId} status={status} live={status?.state === 'running' || status?.state === 'pending'} refresh={refresh} heading="h2" />
       {definition && (
         <section>
           <h2>Definition</h2>

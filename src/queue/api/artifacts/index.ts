@@ -1,5 +1,4 @@
 import { declare, RawReply, type Endpoint, type EndpointContext } from '../../../api/endpoint.js';
-import { SLUGID } from '../../../api/patterns.js';
 import { withTransaction } from '../../../db/pool.js';
 import { TgsError } from '../../../errors.js';
 import {
@@ -15,11 +14,12 @@ import {
   verifyArtifactSignature,
   type ArtifactRow,
 } from '../../artifacts.js';
-import { LIMIT, RUN_ID, TOKEN, decodeToken, encodeToken } from '../schemas.js';
+import { PAGE_QUERY, pagedListSchema, readPage } from '../../../api/paging.js';
+import { artifactServingHeaders } from './serving.js';
 
 // Taskcluster's artifact names: any non-empty string without a leading slash (it may contain `/`).
-const ARTIFACT_NAME = /^[^/][\s\S]{0,1023}$/;
-const params = { taskId: SLUGID, runId: RUN_ID, name: ARTIFACT_NAME };
+export const ARTIFACT_NAME = /^[^/][\s\S]{0,1023}$/;
+const params = { name: ARTIFACT_NAME };
 const expires = { type: 'string', format: 'date-time' };
 
 const artifactSchema = {
@@ -29,18 +29,34 @@ const artifactSchema = {
   properties: { storageType: { enum: ['s3', 'reference', 'error'] }, name: { type: 'string' }, expires: { type: 'string' }, contentType: { type: 'string' } },
 };
 
-const listOutput = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['artifacts'],
-  properties: { artifacts: { type: 'array', items: artifactSchema }, continuationToken: { type: 'string' } },
-};
+
+const isPublicArtifact = (p: Record<string, string>) => p.name.startsWith('public/');
 
 /** Reads of private artifacts need `queue:get-artifact:<name>`; names under `public/` need nothing. */
 function authorizeRead(ctx: EndpointContext, name: string): void {
-  if (name.startsWith('public/')) ctx.authorizeExpression({ AllOf: [] });
+  if (isPublicArtifact({ name })) ctx.authorizeExpression({ AllOf: [] });
   else ctx.authorizeExpression(`queue:get-artifact:${name}`);
 }
+
+const artifactOf = (p: Record<string, string>) => ({ taskId: p.taskId, runId: Number(p.runId), name: p.name });
+
+/**
+ * What a read of a run's artifact and its latest-run twin share: the twin's route has no `<runId>` and it reads
+ * the latest run (`runOf`). `names` and `titles` are [of a given run, of the latest run]; `path` follows the run.
+ */
+function artifactRead(latest: boolean, names: [string, string], titles: [string, string], path: string) {
+  return {
+    service: 'queue',
+    name: names[latest ? 1 : 0],
+    title: titles[latest ? 1 : 0],
+    method: 'get',
+    route: latest ? `/task/<taskId>/${path}` : `/task/<taskId>/runs/<runId>/${path}`,
+    params,
+    concurrency: 'artifacts',
+  } as const;
+}
+
+const listScope = (latest: boolean) => (latest ? 'queue:list-artifacts:<taskId>' : 'queue:list-artifacts:<taskId>:<runId>');
 
 const runOf = async (ctx: EndpointContext) => (ctx.params.runId !== undefined ? Number(ctx.params.runId) : latestRunId(ctx.deps.pool, ctx.params.taskId));
 
@@ -102,15 +118,11 @@ export const createArtifact = declare({
 
 function getArtifactEndpoint(latest: boolean): Endpoint {
   return declare({
-    service: 'queue',
-    name: latest ? 'getLatestArtifact' : 'getArtifact',
-    title: latest ? 'Get Artifact from Latest Run' : 'Get Artifact from Run',
+    ...artifactRead(latest, ['getArtifact', 'getLatestArtifact'], ['Get Artifact from Run', 'Get Artifact from Latest Run'], 'artifacts/<name*>'),
     description:
       'Redirects (303) to the artifact: a signed tgs URL serving the uploaded bytes for `s3`, the URL of a `reference`; an `error` artifact answers 424 with its reason. Names under `public/` need no credentials; others need `queue:get-artifact:<name>`.',
-    method: 'get',
-    route: latest ? '/task/<taskId>/artifacts/<name*>' : '/task/<taskId>/runs/<runId>/artifacts/<name*>',
-    params,
     scopes: 'queue:get-artifact:<name>',
+    isPublic: isPublicArtifact,
     async handler(ctx) {
       authorizeRead(ctx, ctx.params.name);
       const artifact = await loadArtifact(ctx.deps.pool, { taskId: ctx.params.taskId, runId: await runOf(ctx), name: ctx.params.name });
@@ -122,14 +134,10 @@ function getArtifactEndpoint(latest: boolean): Endpoint {
 
 function artifactContentEndpoint(latest: boolean): Endpoint {
   return declare({
-    service: 'queue',
-    name: latest ? 'latestArtifact' : 'artifact',
-    title: latest ? 'Get Latest Artifact Content' : 'Get Artifact Content',
+    ...artifactRead(latest, ['artifact', 'latestArtifact'], ['Get Artifact Content', 'Get Latest Artifact Content'], 'artifact-content/<name*>'),
     description: 'Where to download an artifact from, as JSON (what taskcluster-client\'s downloadArtifact reads): `{storageType, url}`, or `{storageType: \'error\', reason, message}`.',
-    method: 'get',
-    route: latest ? '/task/<taskId>/artifact-content/<name*>' : '/task/<taskId>/runs/<runId>/artifact-content/<name*>',
-    params,
     scopes: 'queue:get-artifact:<name>',
+    isPublic: isPublicArtifact,
     async handler(ctx) {
       authorizeRead(ctx, ctx.params.name);
       const artifact = await loadArtifact(ctx.deps.pool, { taskId: ctx.params.taskId, runId: await runOf(ctx), name: ctx.params.name });
@@ -141,13 +149,9 @@ function artifactContentEndpoint(latest: boolean): Endpoint {
 
 function artifactInfoEndpoint(latest: boolean): Endpoint {
   return declare({
-    service: 'queue',
-    name: latest ? 'latestArtifactInfo' : 'artifactInfo',
-    title: latest ? 'Get Latest Artifact Information' : 'Get Artifact Information',
+    ...artifactRead(latest, ['artifactInfo', 'latestArtifactInfo'], ['Get Artifact Information', 'Get Latest Artifact Information'], 'artifact-info/<name*>'),
     description: 'An artifact\'s metadata: storageType, name, expires, contentType.',
-    method: 'get',
-    route: latest ? '/task/<taskId>/artifact-info/<name*>' : '/task/<taskId>/runs/<runId>/artifact-info/<name*>',
-    params,
+    scopes: listScope(latest),
     output: artifactSchema,
     async handler(ctx) {
       return artifactSummary(await loadArtifact(ctx.deps.pool, { taskId: ctx.params.taskId, runId: await runOf(ctx), name: ctx.params.name }));
@@ -157,19 +161,15 @@ function artifactInfoEndpoint(latest: boolean): Endpoint {
 
 function listArtifactsEndpoint(latest: boolean): Endpoint {
   return declare({
-    service: 'queue',
-    name: latest ? 'listLatestArtifacts' : 'listArtifacts',
-    title: latest ? 'Get Artifacts from Latest Run' : 'Get Artifacts from Run',
+    ...artifactRead(latest, ['listArtifacts', 'listLatestArtifacts'], ['Get Artifacts from Run', 'Get Artifacts from Latest Run'], 'artifacts'),
     description: 'The artifacts of a run, by name, paged (limit ≤ 1000, continuationToken).',
-    method: 'get',
-    route: latest ? '/task/<taskId>/artifacts' : '/task/<taskId>/runs/<runId>/artifacts',
-    params,
-    query: { limit: LIMIT, continuationToken: TOKEN },
-    output: listOutput,
+    scopes: listScope(latest),
+    query: PAGE_QUERY,
+    output: pagedListSchema('artifacts', artifactSchema),
     async handler(ctx) {
-      const limit = Math.min(Number(ctx.query.limit ?? 1000), 1000);
-      const page = await listArtifactRows(ctx.deps.pool, ctx.params.taskId, await runOf(ctx), decodeToken(ctx.query.continuationToken), limit);
-      return { artifacts: page.artifacts, ...(page.last !== undefined ? { continuationToken: encodeToken(page.last) } : {}) };
+      const run = await runOf(ctx);
+      const { page, next } = await readPage(ctx.query, (after, limit) => listArtifactRows(ctx.deps.pool, ctx.params.taskId, run, after, limit), (a) => a.name);
+      return { artifacts: page, ...next };
     },
   });
 }
@@ -181,19 +181,23 @@ export const uploadArtifactData = declare({
   name: 'uploadArtifactData',
   title: 'Upload Artifact Bytes (signed URL)',
   description:
-    'The target of createArtifact\'s `putUrl`: stores the request body as the artifact\'s bytes (replacing earlier ones). Authorized by the URL\'s signature, not by Hawk. Not a Taskcluster endpoint (Taskcluster uses S3 here).',
+    'The target of createArtifact\'s `putUrl`: stores the request body as the artifact\'s bytes (replacing earlier ones), streamed into Postgres, up to TGS_MAX_ARTIFACT_BYTES. Authorized by the URL\'s signature, not by Hawk: a bad or expired signature is refused before the body is read. Not a Taskcluster endpoint (Taskcluster uses S3 here).',
   method: 'put',
   route: '/artifact-data/<taskId>/<runId>/<name*>',
   params,
   query: signedQuery,
   rawBody: true,
+  beforeBody({ params: p, query, deps, request }) {
+    verifyArtifactSignature(deps.issuer.accessToken, 'PUT', artifactOf(p), Number(query.expires), query.sig ?? '');
+    if (Number(request.headers['content-length'] ?? 0) > deps.config.maxArtifactBytes) {
+      throw new TgsError('InputTooLarge', `The artifact is larger than this deployment accepts (TGS_MAX_ARTIFACT_BYTES=${deps.config.maxArtifactBytes})`);
+    }
+  },
   async handler(ctx) {
-    const a = { taskId: ctx.params.taskId, runId: Number(ctx.params.runId), name: ctx.params.name };
-    verifyArtifactSignature(ctx.deps.issuer.accessToken, 'PUT', a, Number(ctx.query.expires), ctx.query.sig ?? '');
+    // beforeBody checked the URL's signature: that is this endpoint's authorization.
     ctx.authorizeExpression({ AllOf: [] });
-    const body = ctx.body as unknown;
-    const data = Buffer.isBuffer(body) ? body : Buffer.alloc(0);
-    await withTransaction(ctx.deps.pool, (client) => storeArtifactData(client, a, data));
+    const body = (ctx.body as AsyncIterable<Buffer> | undefined) ?? [];
+    await withTransaction(ctx.deps.pool, (client) => storeArtifactData(client, artifactOf(ctx.params), body, ctx.deps.config.maxArtifactBytes));
     return {};
   },
 });
@@ -202,11 +206,13 @@ export const downloadArtifactData = declare({
   service: 'queue',
   name: 'downloadArtifactData',
   title: 'Download Artifact Bytes (signed URL)',
-  description: 'Where getArtifact redirects for an `s3` artifact: the uploaded bytes with their content type. Authorized by the URL\'s signature.',
+  description:
+    'Where getArtifact redirects for an `s3` artifact: the uploaded bytes with their content type, made inert on this origin (`X-Content-Type-Options: nosniff`, `Content-Security-Policy: sandbox`, and `Content-Disposition: attachment` for every type but plain text, CSV, Markdown, JSON and raster images). Authorized by the URL\'s signature.',
   method: 'get',
   route: '/artifact-data/<taskId>/<runId>/<name*>',
   params,
   query: signedQuery,
+  concurrency: 'artifacts',
   async handler(ctx) {
     const a = { taskId: ctx.params.taskId, runId: Number(ctx.params.runId), name: ctx.params.name };
     verifyArtifactSignature(ctx.deps.issuer.accessToken, 'GET', a, Number(ctx.query.expires), ctx.query.sig ?? '');
@@ -214,7 +220,7 @@ export const downloadArtifactData = declare({
     const artifact = await loadArtifact(ctx.deps.pool, a);
     const data = await loadArtifactData(ctx.deps.pool, a);
     if (!data) throw new TgsError('ResourceNotFound', `Artifact ${a.name} of ${a.taskId}/${a.runId} has not been uploaded yet`);
-    return new RawReply(200, { 'content-type': artifact.content_type, 'content-length': String(data.length), 'cache-control': 'no-cache' }, data);
+    return new RawReply(200, { ...artifactServingHeaders(a.name, artifact.content_type), 'content-length': String(data.length), 'cache-control': 'no-cache' }, data);
   },
 });
 

@@ -1,0 +1,92 @@
+import type { FaultName, ServiceControl } from './options.js';
+import type { Fleet } from './processes.js';
+import type { DurableTemporal } from './temporal.js';
+import { restartPostgres, restartRabbitmq } from './services.js';
+
+/** One fault as it happened. */
+export interface FaultRecord {
+  name: FaultName;
+  startedAt: number;
+  /** when the process or service was back (started again) */
+  restartedAt: number;
+  /** a restarted tgs process: ms from its start to its ready line (a relay: to its database session) */
+  readyAfterMs?: number;
+  /** the restarted process's readiness (the harness awaits it before a fault touches that process type again) */
+  ready?: Promise<void>;
+  /** SIGTERM only: how long the API took to exit, and how */
+  graceful?: { exitedAfterMs: number; code: number | null; signal: NodeJS.Signals | null };
+  error?: string;
+}
+
+export interface FaultTargets {
+  fleet: Fleet;
+  temporal: DurableTemporal;
+  services: ServiceControl;
+  downMs: number;
+  /**
+   * Relay sessions open in the run's database: the relay prints nothing while it stands by, so a restarted
+   * relay counts as ready once both copies hold a session (the active one LISTENs, the other polls the lock).
+   */
+  relaySessions: () => Promise<number>;
+}
+
+async function relaysReady(t: FaultTargets, restartedAt: number, timeoutMs: number): Promise<number | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if ((await t.relaySessions().catch(() => 0)) >= 2) return Date.now() - restartedAt;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return undefined;
+}
+
+/**
+ * Injects one fault and undoes it as a supervisor (or an operator) would: a SIGKILLed process is started
+ * again after `downMs`; an API gets SIGTERM as in a rolling deploy and is started again once it exited;
+ * RabbitMQ's app is stopped for `downMs`; Postgres restarts in fast mode; the Temporal server is SIGKILLed
+ * and started again after `downMs` on its history file.
+ */
+export async function injectFault(name: FaultName, t: FaultTargets): Promise<FaultRecord> {
+  const startedAt = Date.now();
+  const record: FaultRecord = { name, startedAt, restartedAt: startedAt };
+  const pause = () => new Promise((r) => setTimeout(r, t.downMs));
+  try {
+    const kill = /^kill-(api|relay|bridge|scheduler-worker)-([12])$/.exec(name);
+    const term = /^term-api-([12])$/.exec(name);
+    if (kill) {
+      const p = t.fleet.get(`${kill[1]}-${kill[2]}`);
+      await p.stop('SIGKILL');
+      await pause();
+      p.start();
+      record.restartedAt = Date.now();
+      const restartedAt = record.restartedAt;
+      const ready = p.command === 'relay' ? relaysReady(t, restartedAt, 60_000) : p.waitReady(180_000);
+      record.ready = ready.then((ms) => void (record.readyAfterMs = ms));
+    } else if (term) {
+      const p = t.fleet.get(`api-${term[1]}`);
+      record.graceful = await p.stop('SIGTERM');
+      p.start();
+      record.restartedAt = Date.now();
+      record.ready = p.waitReady(180_000).then((ms) => void (record.readyAfterMs = ms));
+    } else if (name === 'restart-rabbitmq') {
+      await restartRabbitmq(t.services, t.downMs);
+    } else if (name === 'restart-postgres') {
+      await restartPostgres(t.services);
+    } else if (name === 'kill-temporal') {
+      await t.temporal.kill();
+      await pause();
+      await t.temporal.up();
+    } else {
+      throw new Error(`unknown fault ${name}`);
+    }
+    if (!kill && !term) record.restartedAt = Date.now();
+  } catch (err) {
+    record.error = (err as Error).message;
+    record.restartedAt = Date.now();
+  }
+  return record;
+}
+
+/** Several faults at once (each undone on its own schedule). */
+export async function injectFaults(names: FaultName[], t: FaultTargets): Promise<FaultRecord[]> {
+  return Promise.all(names.map((n) => injectFault(n, t)));
+}

@@ -1,0 +1,44 @@
+/**
+ * `npm run chaos [-- --short] [-- --private-services] [-- --faults=kill-api-1,...] [-- --no-combined]`:
+ * the fault suite at full size (200 graphs in flight, 20,000 tasks at least) against the machine's
+ * Postgres and RabbitMQ (restarted as the faults say) unless --private-services starts private ones.
+ * Writes bench/results/chaos.json and prints the per-fault table; exits 1 when a check failed.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { defaultCombined, machineServices, parseFlags, processFaults, serviceFaults, type ChaosOptions } from './options.js';
+import { postgresVersion, startPrivateServices } from './services.js';
+import { runChaos } from './harness.js';
+import { renderChaosTable } from './report.js';
+
+const flags = parseFlags(process.argv.slice(2));
+const log = (line: string) => console.error(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}`);
+const privateServices = flags.privateServices ? startPrivateServices() : undefined;
+const full = flags.size === 'full';
+const options: ChaosOptions = {
+  concurrentGraphs: full ? 200 : 10,
+  totalTasks: full ? 20_000 : 300,
+  faults: flags.faults ?? [...processFaults, ...serviceFaults],
+  combined: flags.combined ? defaultCombined : [],
+  downMs: 2000,
+  workerSlots: full ? 48 : 8,
+  claimBatch: 4,
+  taskMaxMs: full ? 200 : 100,
+  claimTimeoutSeconds: 30,
+  settleTimeoutMs: full ? 1_800_000 : 180_000,
+  services: privateServices?.control ?? machineServices(postgresVersion()),
+  log,
+};
+
+let ok = false;
+try {
+  const result = await runChaos(options);
+  ok = result.ok;
+  mkdirSync('bench/results', { recursive: true });
+  writeFileSync('bench/results/chaos.json', `${JSON.stringify({ size: flags.size, privateServices: flags.privateServices, ...result }, null, 2)}\n`);
+  console.log(renderChaosTable(result));
+  log(`${result.ok ? 'all checks passed' : 'CHECKS FAILED'}; bench/results/chaos.json written; process logs in ${result.logDir}`);
+  process.exitCode = result.ok ? 0 : 1;
+} finally {
+  if (ok || !privateServices) privateServices?.stop();
+  else log(`private services kept for diagnosis; stop them with:\n  ${privateServices.stopCommands.join('\n  ')}`);
+}

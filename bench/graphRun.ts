@@ -1,0 +1,47 @@
+import slugid from 'slugid';
+import { eventually } from '../support/stack.js';
+import { startFastWorker } from '../support/fastWorker.js';
+import type { graphOf } from '../support/graphs.js';
+import type { BenchStack } from './scenario.js';
+
+/**
+ * Runs a graph to the end with a fast worker of `concurrency` claimers on `workerType`: when it was submitted,
+ * when it finished, and the phases in between (seconds after the submission began). `batchReports`: each
+ * claim's runs are reported in one reportResolutions call instead of one Taskcluster report each.
+ */
+export async function graphRun(
+  stack: BenchStack,
+  graph: ReturnType<typeof graphOf>,
+  concurrency: number,
+  workerType: string,
+  options: { batchReports?: boolean } = {},
+) {
+  for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = workerType;
+  const reportTimes: number[] = [];
+  const worker = startFastWorker({
+    rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency, batch: 4, batchReports: options.batchReports,
+    onReport: () => reportTimes.push(performance.now()),
+  });
+  const id = slugid.nice();
+  const t0 = performance.now();
+  await stack.root.request('scheduler', 'PUT', `/task-graph/${id}`, graph);
+  const submitted = performance.now();
+  let lastLog = 0;
+  await eventually(async () => {
+    const state = (await stack.root.request('scheduler', 'GET', `/task-graph/${id}/status`)).status.state;
+    if (performance.now() - lastLog > 10_000) {
+      lastLog = performance.now();
+      stack.log(`  ${id}: ${state}, ${worker.reported.length} tasks reported`);
+    }
+    return state === 'finished';
+  }, `graph ${id} finished`, 3_600_000);
+  const finished = performance.now();
+  await worker.stop();
+  const at = (t: number | undefined) => (t === undefined ? NaN : Math.round(t - t0) / 1000);
+  // where the time goes: submit, then the first task's report, the bulk of the reports, the last one, finished
+  const phases = {
+    submitted_s: at(submitted), first_report_s: at(reportTimes[0]), median_report_s: at(reportTimes[Math.floor(reportTimes.length / 2)]),
+    second_last_report_s: at(reportTimes.at(-2)), last_report_s: at(reportTimes.at(-1)), finished_s: at(finished),
+  };
+  return { id, submitS: (submitted - t0) / 1000, finishS: (finished - t0) / 1000, phases };
+}

@@ -1,0 +1,147 @@
+import slugid from 'slugid';
+import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
+import { eventually } from '../../support/stack.js';
+import { startFastWorker } from '../../support/fastWorker.js';
+import { fastTask, graphOf } from '../../support/graphs.js';
+import { bundlerOptions } from '../../src/temporal/workflowBundle.js';
+import { createFloorActivities } from '../floor/activities.js';
+import { percentile } from '../stats.js';
+import type { BenchStack, Sizes } from '../scenario.js';
+
+/** Per-hop time: reportCompleted answered for A → B claimed, over a chain of tasks. */
+async function chain(stack: BenchStack, sizes: Sizes) {
+  const claimedAt = new Map<string, number>();
+  const reportedAt = new Map<string, number>();
+  // wall-clock copies, to split each hop at the moment Temporal recorded the resolutions signal
+  const claimedWall = new Map<string, number>();
+  const reportedWall = new Map<string, number>();
+  const worker = startFastWorker({
+    rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'chain', concurrency: 2,
+    onClaim: (t) => {
+      claimedAt.set(t.taskId, performance.now());
+      claimedWall.set(t.taskId, Date.now());
+    },
+    onReport: (t) => {
+      reportedAt.set(t.taskId, performance.now());
+      reportedWall.set(t.taskId, Date.now());
+    },
+  });
+  const labels = Array.from({ length: sizes.chain }, (_, i) => `c${i}`);
+  const graph = graphOf(Object.fromEntries(labels.map((l, i) => [l, { requires: i ? [labels[i - 1]] : [] }])), 'bench');
+  for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = 'chain';
+  const id = slugid.nice();
+  const res = await stack.root.request('scheduler', 'PUT', `/task-graph/${id}`, graph);
+  const ids = new Map<string, string>(res.tasks.map((t: { label: string; taskId: string }) => [t.label, t.taskId]));
+  await eventually(async () => (await stack.root.request('scheduler', 'GET', `/task-graph/${id}/status`)).status.state === 'finished', 'chain finished', 600_000);
+  await worker.stop();
+  const hops: number[] = [];
+  for (let i = 1; i < labels.length; i++) {
+    hops.push((claimedAt.get(ids.get(labels[i]) as string) as number) - (reportedAt.get(ids.get(labels[i - 1]) as string) as number));
+  }
+  // Where a hop's time goes: report → signal recorded (outbox, relay, RabbitMQ, bridge) and
+  // signal → next claimed (workflow task, dispatch local activity, NOTIFY, claim).
+  const signaledAt = await resolutionSignalTimes(stack, id);
+  const toSignal: number[] = [];
+  const fromSignal: number[] = [];
+  for (let i = 1; i < labels.length; i++) {
+    const a = ids.get(labels[i - 1]) as string;
+    const b = ids.get(labels[i]) as string;
+    const signal = signaledAt.get(a);
+    if (signal === undefined) continue;
+    toSignal.push(signal - (reportedWall.get(a) as number));
+    fromSignal.push((claimedWall.get(b) as number) - signal);
+  }
+  return { hops, toSignal, fromSignal };
+}
+
+/** When Temporal recorded each task's first resolutions signal, from the graph's workflow histories. */
+async function resolutionSignalTimes(stack: BenchStack, taskGraphId: string): Promise<Map<string, number>> {
+  const times = new Map<string, number>();
+  const workflowId = `task-graph/${taskGraphId}`;
+  for await (const execution of stack.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+    const history = await stack.client.workflow.getHandle(workflowId, execution.runId).fetchHistory();
+    for (const event of history.events ?? []) {
+      const attrs = event.workflowExecutionSignaledEventAttributes;
+      if (!attrs || attrs.signalName !== 'resolutions' || !event.eventTime) continue;
+      const at = Number(event.eventTime.seconds) * 1000 + Math.floor((event.eventTime.nanos ?? 0) / 1e6);
+      const payload = attrs.input?.payloads?.[0]?.data;
+      if (!payload) continue;
+      for (const r of JSON.parse(Buffer.from(payload).toString()) as { taskId: string }[]) {
+        if (!times.has(r.taskId)) times.set(r.taskId, at);
+      }
+    }
+  }
+  return times;
+}
+
+/** The same hop done bare: signal → workflow → one activity → one Postgres UPDATE. */
+async function temporalFloor(stack: BenchStack, sizes: Sizes, mode: 'regular' | 'local') {
+  const pool = stack.api.db.pool;
+  await pool.query('CREATE TABLE IF NOT EXISTS bench_floor (id int PRIMARY KEY, n int)');
+  await pool.query('INSERT INTO bench_floor VALUES (1, 0) ON CONFLICT DO NOTHING');
+  const waiters = new Map<number, () => void>();
+  const connection = await NativeConnection.connect({ address: stack.temporal.address });
+  const worker = await Worker.create({
+    connection,
+    taskQueue: `bench-floor-${mode}`,
+    workflowBundle: await bundleWorkflowCode({ workflowsPath: new URL('../floor/workflows.ts', import.meta.url).pathname, webpackConfigHook: bundlerOptions?.webpackConfigHook }),
+    activities: createFloorActivities(pool, (n) => waiters.get(n)?.()),
+  });
+  const running = worker.run();
+  const handle = await stack.client.workflow.start('floorWorkflow', { taskQueue: `bench-floor-${mode}`, workflowId: `floor-${mode}-${slugid.nice()}`, args: [mode, sizes.floorHops] });
+  const times: number[] = [];
+  for (let n = 1; n <= sizes.floorHops; n++) {
+    const done = new Promise<void>((resolve) => waiters.set(n, resolve));
+    const t0 = performance.now();
+    await handle.signal('hop', n);
+    await done;
+    times.push(performance.now() - t0);
+  }
+  await handle.result();
+  worker.shutdown();
+  await running;
+  await connection.close();
+  return times;
+}
+
+/** The queue's own floor: scheduleTask → claimed, for a task that was unscheduled. */
+async function queueFloor(stack: BenchStack, sizes: Sizes) {
+  const claimedAt = new Map<string, number>();
+  const worker = startFastWorker({
+    rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'qfloor', concurrency: 2,
+    onClaim: (t) => claimedAt.set(t.taskId, performance.now()),
+  });
+  // A blocker nobody claims keeps the measured tasks unscheduled until we schedule them by hand.
+  const blocker = slugid.nice();
+  await stack.root.request('queue', 'PUT', `/task/${blocker}`, { ...fastTask('blocker'), workerType: 'nobody' });
+  const times: number[] = [];
+  for (let i = 0; i < Math.min(sizes.floorHops, 100); i++) {
+    const id = slugid.nice();
+    await stack.root.request('queue', 'PUT', `/task/${id}`, { ...fastTask(`q${i}`), workerType: 'qfloor', dependencies: [blocker] });
+    const t0 = performance.now();
+    await stack.root.request('queue', 'POST', `/task/${id}/schedule`);
+    await eventually(async () => claimedAt.has(id), 'claimed', 10_000);
+    times.push((claimedAt.get(id) as number) - t0);
+  }
+  await worker.stop();
+  return times;
+}
+
+/** Hop latency over a chain of tasks, against the bare Temporal floor (regular and local activity) and the queue's floor. */
+export async function run(stack: BenchStack, sizes: Sizes) {
+  stack.log(`hop: chain of ${sizes.chain}`);
+  const { hops, toSignal, fromSignal } = await chain(stack, sizes);
+  stack.log('hop: floor (bare signal → activity → UPDATE)');
+  const floor = await temporalFloor(stack, sizes, 'regular');
+  const floorLocal = await temporalFloor(stack, sizes, 'local');
+  stack.log('hop: queue floor (scheduleTask → claimed)');
+  const qf = await queueFloor(stack, sizes);
+  return {
+    p50_ms: percentile(hops, 50), p95_ms: percentile(hops, 95), p99_ms: percentile(hops, 99),
+    floor_p50_ms: percentile(floor, 50), floor_p99_ms: percentile(floor, 99),
+    floor_local_p50_ms: percentile(floorLocal, 50), floor_local_p99_ms: percentile(floorLocal, 99),
+    queue_floor_p50_ms: percentile(qf, 50), queue_floor_p99_ms: percentile(qf, 99),
+    // the hop split at the resolutions signal (wall clock; same machine)
+    report_to_signal_p50_ms: percentile(toSignal, 50), signal_to_claim_p50_ms: percentile(fromSignal, 50),
+  };
+}

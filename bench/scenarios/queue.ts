@@ -1,0 +1,59 @@
+import slugid from 'slugid';
+import { fastTask } from '../../support/graphs.js';
+import { startFastWorker } from '../../support/fastWorker.js';
+import { percentile } from '../stats.js';
+import { cpuSince, cpuSnapshot } from '../cpu.js';
+import type { BenchStack, Sizes } from '../scenario.js';
+
+/**
+ * The queue alone, over HTTP with Hawk: enqueue → claim latency with a claimer already waiting
+ * (LISTEN/NOTIFY wakes it), and claim+complete throughput with 16 concurrent claimers.
+ */
+export async function run(stack: BenchStack, sizes: Sizes) {
+  stack.log('queue: enqueue → claim latency, claim+complete throughput with 16 claimers');
+  const api = stack.root;
+  const claimers = 16;
+  // Latency: one waiting claimer, tasks created one at a time.
+  const claimedAt = new Map<string, number>();
+  const latencyWorker = startFastWorker({
+    rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'qlat', concurrency: 1,
+    onClaim: (t) => claimedAt.set(t.taskId, performance.now()),
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  const latencies: number[] = [];
+  for (let i = 0; i < 100; i++) {
+    const id = slugid.nice();
+    await api.request('queue', 'PUT', `/task/${id}`, { ...fastTask(`lat${i}`), workerType: 'qlat' });
+    const created = performance.now();
+    while (!claimedAt.has(id)) await new Promise((r) => setTimeout(r, 1));
+    latencies.push((claimedAt.get(id) as number) - created);
+  }
+  await latencyWorker.stop();
+  // Throughput: create the tasks first, then time the claimers draining them; once claiming one task per
+  // claimWork call, once claiming up to 8 (as a worker with capacity does).
+  const drain = async (workerType: string, batch: number) => {
+    const ids = Array.from({ length: sizes.queueTasks }, () => slugid.nice());
+    for (let i = 0; i < ids.length; i += 50) {
+      await Promise.all(ids.slice(i, i + 50).map((id, k) => api.request('queue', 'PUT', `/task/${id}`, { ...fastTask(`tp${i + k}`), workerType })));
+    }
+    const t0 = performance.now();
+    const cpuBefore = cpuSnapshot(stack.processNames());
+    const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency: claimers, batch });
+    while (worker.reported.length < ids.length) await new Promise((r) => setTimeout(r, 20));
+    const seconds = (performance.now() - t0) / 1000;
+    const cpu = cpuSince(cpuBefore, cpuSnapshot(stack.processNames()), ids.length);
+    await worker.stop();
+    return { perS: Math.round(ids.length / seconds), cpu };
+  };
+  const single = await drain('qtp', 1);
+  const batched = await drain('qtp8', 8);
+  return {
+    claim_p50_ms: percentile(latencies, 50),
+    claim_p99_ms: percentile(latencies, 99),
+    claim_complete_per_s: single.perS,
+    claim_complete_batch8_per_s: batched.perS,
+    // CPU milliseconds per task, by process, while draining (where the time goes)
+    cpu_ms_per_task: single.cpu,
+    cpu_ms_per_task_batch8: batched.cpu,
+  };
+}

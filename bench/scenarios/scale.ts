@@ -1,0 +1,30 @@
+import { layeredGraph } from '../../support/graphs.js';
+import { graphRun } from '../graphRun.js';
+import type { BenchStack, Sizes } from '../scenario.js';
+
+async function historyStats(stack: BenchStack, taskGraphId: string) {
+  let runs = 0;
+  let maxEvents = 0;
+  let maxBytes = 0;
+  for await (const execution of stack.client.workflow.list({ query: `WorkflowId = 'task-graph/${taskGraphId}'` })) {
+    runs++;
+    maxEvents = Math.max(maxEvents, execution.historyLength);
+    maxBytes = Math.max(maxBytes, execution.historySize ?? 0);
+  }
+  return { continueAsNew: Math.max(0, runs - 1), maxEvents, maxBytes };
+}
+
+/** A large layered DAG run to the end: submit and finish times, peak memory per process, workflow history size. */
+export async function run(stack: BenchStack, sizes: Sizes) {
+  const { layers, width, fanIn } = sizes;
+  const tasks = layers * width;
+  stack.log(`scale: ${tasks}-task layered DAG (${layers} layers × ${width}, fan-in ${fanIn})`);
+  const { graph, edges } = layeredGraph(layers, width, 'scale', fanIn);
+  const graphRunResult = await graphRun(stack, graph, 16, 'scale');
+  const history = await historyStats(stack, graphRunResult.id);
+  return {
+    tasks, edges, submit_s: Math.round(graphRunResult.submitS * 10) / 10, finish_s: Math.round(graphRunResult.finishS * 10) / 10,
+    max_rss_mb: stack.maxRssMb(),
+    continue_as_new: history.continueAsNew, max_history_events: history.maxEvents, max_history_bytes: history.maxBytes,
+  };
+}

@@ -1,0 +1,26 @@
+import { graphOf } from '../../support/graphs.js';
+import { cpuSince, cpuSnapshot } from '../cpu.js';
+import { graphRun } from '../graphRun.js';
+import type { BenchStack, Sizes } from '../scenario.js';
+
+/**
+ * How the fast worker reports: true, each claim's runs (4) in one reportResolutions call (tgs's extension);
+ * false, one Taskcluster report per run. Flip it to compare: the queue scenario measures the single reports.
+ */
+const BATCH_REPORTS = true;
+
+/** A wide graph (1 → n-2 → 1) run to the end with 16 claimers: tasks a second, and CPU per task by process. */
+export async function run(stack: BenchStack, sizes: Sizes) {
+  const n = sizes.throughput;
+  stack.log(`throughput: ${n}-task graph (1 → ${n - 2} → 1), reports ${BATCH_REPORTS ? 'batched per claim' : 'one call each'}`);
+  const nodes: Record<string, { requires?: string[] }> = { root: {} };
+  const middle = Array.from({ length: n - 2 }, (_, i) => `m${i}`);
+  middle.forEach((m) => (nodes[m] = { requires: ['root'] }));
+  nodes.sink = { requires: middle };
+  const cpuBefore = cpuSnapshot(stack.processNames());
+  const result = await graphRun(stack, graphOf(nodes, 'bench'), 16, 'throughput', { batchReports: BATCH_REPORTS });
+  return {
+    tasks: n, batch_reports: BATCH_REPORTS, seconds: Math.round(result.finishS * 10) / 10, tasks_per_s: Math.round(n / result.finishS), phases: result.phases,
+    cpu_ms_per_task: cpuSince(cpuBefore, cpuSnapshot(stack.processNames()), n),
+  };
+}

@@ -1,0 +1,26 @@
+/**
+ * The entries of taskcluster-client's Queue and Auth references that tgs does not serve, each with the reason.
+ * The one list: test/api/taskclusterReference.test.ts calls every other entry through the official client (and
+ * fails on an entry that is in neither), README's API section repeats it.
+ */
+export const NOT_SERVED: Record<'Queue' | 'Auth', Record<string, string>> = {
+  Queue: {
+    claimTask:
+      'Deprecated in Taskcluster and never documented; workers use claimWork. Answered with 400 InputError saying so.',
+  },
+  Auth: {
+    awsS3Credentials: 'tgs holds no AWS credentials to hand out.',
+    azureAccounts: 'tgs holds no Azure credentials to hand out.',
+    azureTables: 'tgs holds no Azure credentials to hand out.',
+    azureTableSAS: 'tgs holds no Azure credentials to hand out.',
+    azureContainers: 'tgs holds no Azure credentials to hand out.',
+    azureContainerSAS: 'tgs holds no Azure credentials to hand out.',
+    gcpCredentials: 'tgs holds no GCP credentials to hand out.',
+    sentryDSN: 'tgs has no Sentry projects to hand out.',
+    websocktunnelToken: 'tgs runs no websocktunnel.',
+    authenticateHawk:
+      'Remote authentication for other Taskcluster services; tgs authenticates its own requests and has no such services.',
+    testAuthenticate: 'Taskcluster\'s test hook for service authors (fixed test clients); nothing in tgs uses it.',
+    testAuthenticateGet: 'Taskcluster\'s test hook for service authors (fixed test clients); nothing in tgs uses it.',
+  },
+};

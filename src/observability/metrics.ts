@@ -1,0 +1,227 @@
+import client from 'prom-client';
+import type pg from 'pg';
+import { logger } from '../log.js';
+
+/**
+ * Every tgs metric, in one registry per process: `tgs dev` runs API, relay, bridge and scheduler worker in
+ * one process, so one scrape of its metrics port shows all of them. docs/operations.md describes each one.
+ * Hot paths only call `observe` on a histogram (or a child resolved once); anything that needs Postgres is
+ * collected at scrape time.
+ */
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry });
+
+/** Latency buckets (seconds) from 1 ms to 2 minutes: requests, hops and lags are ms normally, minutes when stuck. */
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+/** Waits (seconds): a claimWork long-poll lasts up to 20 s; a task may stay pending for hours. */
+const WAIT_BUCKETS = [0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 300, 900, 3600, 4 * 3600];
+
+export const httpDuration = new client.Histogram({
+  name: 'tgs_http_request_duration_seconds',
+  help: 'API requests: time from arrival to the response, by service, Taskcluster method name and status code',
+  labelNames: ['service', 'method', 'status'] as const,
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
+
+export const claimWorkWait = new client.Histogram({
+  name: 'tgs_claim_work_wait_seconds',
+  help: 'claimWork calls: how long the long-poll waited before answering; result is claimed (tasks returned) or empty',
+  labelNames: ['result'] as const,
+  buckets: WAIT_BUCKETS,
+  registers: [registry],
+});
+const claimWorkClaimed = claimWorkWait.labels('claimed');
+const claimWorkEmpty = claimWorkWait.labels('empty');
+
+export const taskPendingWait = new client.Histogram({
+  name: 'tgs_task_pending_seconds',
+  help: 'Claimed runs: how long the run was pending (scheduled → claimed)',
+  buckets: WAIT_BUCKETS,
+  registers: [registry],
+});
+
+export const graphHop = new client.Histogram({
+  name: 'tgs_graph_hop_seconds',
+  help: "Graph tasks that became pending: the latest resolution of the task's requirements → the task pending (the schedule activity's commit)",
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
+
+export const bridgeLag = new client.Histogram({
+  name: 'tgs_bridge_lag_seconds',
+  help: 'Bridge: the relay publishing a message → its signal accepted by Temporal (the message acked)',
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
+
+/** A claimWork call answered after `seconds`; `claimed` tasks (0: it answered empty). */
+export function observeClaimWork(seconds: number, claimed: number): void {
+  (claimed > 0 ? claimWorkClaimed : claimWorkEmpty).observe(seconds);
+}
+
+/**
+ * The bridge acked a message whose signal Temporal accepted. The relay stamps messages with
+ * `timestamp_in_ms` (RabbitMQ's own message-timestamp header name; the AMQP `timestamp` property has
+ * whole seconds only); messages without it (published by something else) are not measured.
+ */
+export function observeBridgeLag(properties: { headers?: Record<string, unknown> }, now = Date.now()): void {
+  const published = properties.headers?.timestamp_in_ms;
+  if (typeof published === 'number' && published > 0) bridgeLag.observe(Math.max(0, now - published) / 1000);
+}
+
+// ---- collected at scrape time ----
+
+/** A scrape must answer even when Postgres does not: a query slower than this leaves its gauge out. */
+const COLLECT_TIMEOUT_MS = 2000;
+
+async function timed<T>(what: string, query: Promise<T>): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([query, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${COLLECT_TIMEOUT_MS} ms`)), COLLECT_TIMEOUT_MS)))]);
+  } catch (err) {
+    logger('metrics').warn({ err: (err as Error).message }, `metrics: cannot collect ${what}`);
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Pools whose database is observed, by database URL (two APIs of one process on one database count once). */
+const queuePools = new Map<string, pg.Pool>();
+const outboxPools = new Map<string, pg.Pool>();
+
+new client.Gauge({
+  name: 'tgs_queue_pending_tasks',
+  help: 'Pending tasks (waiting to be claimed) by worker pool; read from Postgres at scrape time',
+  labelNames: ['provisionerId', 'workerType'] as const,
+  registers: [registry],
+  async collect() {
+    this.reset();
+    for (const pool of queuePools.values()) {
+      // An index-only count over tasks_pending (a partial index on state = 'pending'): it reads pending tasks only.
+      const result = await timed('pending tasks', pool.query<{ provisioner_id: string; worker_type: string; n: string }>(
+        `SELECT provisioner_id, worker_type, count(*) AS n FROM tasks WHERE state = 'pending' GROUP BY provisioner_id, worker_type`,
+      ));
+      for (const row of result?.rows ?? []) this.inc({ provisionerId: row.provisioner_id, workerType: row.worker_type }, Number(row.n));
+    }
+  },
+});
+
+new client.Gauge({
+  name: 'tgs_task_graphs',
+  help: 'Task graphs by state (running, blocked, finished, canceled); read from Postgres at scrape time',
+  labelNames: ['state'] as const,
+  registers: [registry],
+  async collect() {
+    this.reset();
+    for (const pool of queuePools.values()) {
+      // task_graphs_state (state, created) serves it without touching the rows.
+      const result = await timed('task graphs', pool.query<{ state: string; n: string }>(`SELECT state, count(*) AS n FROM task_graphs GROUP BY state`));
+      for (const row of result?.rows ?? []) this.inc({ state: row.state }, Number(row.n));
+    }
+  },
+});
+
+/**
+ * The outbox's size and oldest row, read once for both gauges of a scrape (prom-client collects gauges
+ * concurrently): a read younger than a second is reused.
+ */
+let outboxRead: { at: number; value: Promise<{ n: number; oldest: number } | undefined> } | undefined;
+function readOutbox(): Promise<{ n: number; oldest: number } | undefined> {
+  if (outboxRead && Date.now() - outboxRead.at < 1000) return outboxRead.value;
+  const value = (async () => {
+    let result: { n: number; oldest: number } | undefined;
+    for (const pool of outboxPools.values()) {
+      // The oldest row by primary key (one index probe), the count by a scan of the backlog only.
+      const read = await timed('the outbox', pool.query<{ n: string; oldest: number | null }>(
+        `SELECT (SELECT count(*) FROM outbox) AS n,
+                (SELECT extract(epoch FROM now() - created)::float8 FROM outbox ORDER BY id LIMIT 1) AS oldest`,
+      ));
+      if (!read) continue;
+      result = { n: (result?.n ?? 0) + Number(read.rows[0].n), oldest: Math.max(result?.oldest ?? 0, read.rows[0].oldest ?? 0) };
+    }
+    return result;
+  })();
+  outboxRead = { at: Date.now(), value };
+  return value;
+}
+new client.Gauge({
+  name: 'tgs_outbox_messages',
+  help: 'Messages in the Postgres outbox not yet published by the relay; read at scrape time by the relay',
+  registers: [registry],
+  async collect() {
+    this.reset();
+    const read = await readOutbox();
+    if (read) this.set(read.n);
+  },
+});
+new client.Gauge({
+  name: 'tgs_outbox_oldest_age_seconds',
+  help: 'Age of the oldest message in the outbox (0 when empty): a growing value means the relay is not publishing',
+  registers: [registry],
+  async collect() {
+    this.reset();
+    const read = await readOutbox();
+    if (read) this.set(Math.max(0, read.oldest));
+  },
+});
+
+/**
+ * Counters a component keeps in a plain stats object (the relay's and the bridge's): read at scrape
+ * time, so the component itself needs no metrics code. Sums over every registered object.
+ */
+function statsCounter<S extends object>(name: string, help: string, sources: Set<S>, read: (s: S) => number): void {
+  new client.Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      let total = 0;
+      for (const s of sources) total += read(s);
+      this.set(total);
+    },
+  });
+}
+
+interface RelayStatsView { published: number; reconnects: number; active: boolean }
+interface BridgeStatsView { received: number; signals: number; resolutionsForwarded: number; dropped: number; requeued: number }
+const relays = new Set<RelayStatsView>();
+const bridges = new Set<BridgeStatsView>();
+// Gauges holding running totals (prom-client's Counter cannot be set from a snapshot); `rate()` works on them
+// as on counters because they only grow during a process's life.
+statsCounter('tgs_relay_published_messages_total', 'Messages the relay published and RabbitMQ confirmed', relays, (s) => s.published);
+statsCounter('tgs_relay_reconnects_total', 'Failed RabbitMQ connection attempts of the relay', relays, (s) => s.reconnects);
+statsCounter('tgs_relay_active', '1 when this process holds the relay lock and publishes (one relay at a time)', relays, (s) => (s.active ? 1 : 0));
+statsCounter('tgs_bridge_received_messages_total', 'Messages the bridge received', bridges, (s) => s.received);
+statsCounter('tgs_bridge_signals_total', 'Signals the bridge sent to graph workflows', bridges, (s) => s.signals);
+statsCounter('tgs_bridge_resolutions_forwarded_total', 'Task resolutions the bridge forwarded to graph workflows', bridges, (s) => s.resolutionsForwarded);
+statsCounter('tgs_bridge_requeued_messages_total', 'Messages requeued after a failed flush (Temporal unavailable)', bridges, (s) => s.requeued);
+
+function keep<K, V>(map: Map<K, V>, key: K, value: V): () => void {
+  map.set(key, value);
+  return () => {
+    if (map.get(key) === value) map.delete(key);
+  };
+}
+
+/** The API: pending tasks and graphs by state come from this database. Returns the unregister function. */
+export function observeQueueDatabase(databaseUrl: string, pool: pg.Pool): () => void {
+  return keep(queuePools, databaseUrl, pool);
+}
+
+/** The relay: its outbox and its counters. */
+export function observeRelay(databaseUrl: string, pool: pg.Pool, stats: RelayStatsView): () => void {
+  const forget = keep(outboxPools, databaseUrl, pool);
+  relays.add(stats);
+  return () => {
+    forget();
+    relays.delete(stats);
+  };
+}
+
+/** The bridge's counters. */
+export function observeBridge(stats: BridgeStatsView): () => void {
+  bridges.add(stats);
+  return () => bridges.delete(stats);
+}

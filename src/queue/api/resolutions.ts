@@ -1,0 +1,73 @@
+import { declare, type JsonSchema } from '../../api/endpoint.js';
+import { SLUGID_PATTERN } from '../../api/patterns.js';
+import { EXCEPTION_REASONS, resolveRuns, type Resolution } from '../resolveTask.js';
+import { taskStatusSchema } from './schemas.js';
+
+/**
+ * The most runs one reportResolutions call resolves. A worker's capacity is at most 32 (claimWork's `tasks`);
+ * 100 leaves room for a process that reports for several workers, and keeps the batch's one statement and its
+ * answer small.
+ */
+export const MAX_RESOLUTIONS = 100;
+
+/** An object with exactly these properties, the `required` ones required. */
+const closed = (required: string[], properties: Record<string, JsonSchema>): JsonSchema => ({ type: 'object', additionalProperties: false, required, properties });
+
+const item = (outcome: JsonSchema, reason?: JsonSchema): JsonSchema =>
+  closed(['taskId', 'runId', 'outcome', ...(reason ? ['reason'] : [])], {
+    taskId: { type: 'string', pattern: SLUGID_PATTERN },
+    // the routes' runId: one or two digits
+    runId: { type: 'integer', minimum: 0, maximum: 99 },
+    outcome,
+    ...(reason ? { reason } : {}),
+  });
+
+const answered = { taskId: { type: 'string' }, runId: { type: 'integer' } };
+const error = closed(['code', 'message'], { code: { type: 'string' }, message: { type: 'string' } });
+
+/**
+ * A tgs extension: many reportCompleted / reportFailed / reportException in one request. A worker with
+ * capacity reports several runs at about the same time, and each report is otherwise its own signed request.
+ */
+export const reportResolutions = declare<{ resolutions: Resolution[] }>({
+  service: 'queue',
+  name: 'reportResolutions',
+  title: 'Report Resolutions (tgs extension)',
+  description:
+    `Resolve up to ${MAX_RESOLUTIONS} runs in one call, each exactly as reportCompleted, reportFailed or ` +
+    'reportException would (same checks, same idempotency when repeated, same messages), in the order given. ' +
+    'Needs the single reports\' scope for every item; a missing one refuses the whole call (403) before anything ' +
+    'is resolved. The answer has one entry per item, in order: `{taskId, runId, status}`, or ' +
+    '`{taskId, runId, error: {code, message}}` for an item the single report would refuse (404 ResourceNotFound, ' +
+    '409 RequestConflict; InternalServerError when its task kept changing: report it again). A server without ' +
+    'this endpoint answers 404: report each run with the single calls.',
+  method: 'post',
+  route: '/task-resolutions',
+  scopes: { for: 'run', in: 'runs', each: 'queue:resolve-task:<run>' },
+  input: closed(['resolutions'], {
+    resolutions: {
+      type: 'array',
+      minItems: 1,
+      maxItems: MAX_RESOLUTIONS,
+      items: { oneOf: [item({ enum: ['completed', 'failed'] }), item({ const: 'exception' }, { enum: [...EXCEPTION_REASONS] })] },
+    },
+  }),
+  output: closed(['resolutions'], {
+    resolutions: {
+      type: 'array',
+      items: {
+        oneOf: [closed(['taskId', 'runId', 'status'], { ...answered, status: taskStatusSchema }), closed(['taskId', 'runId', 'error'], { ...answered, error })],
+      },
+    },
+  }),
+  async handler({ body, deps, authorize, request }) {
+    authorize({ runs: body.resolutions.map((r) => `${r.taskId}/${r.runId}`) });
+    const results = await resolveRuns(deps.pool, deps.config, deps.groupAnnouncer, body.resolutions);
+    for (const [i, result] of results.entries()) {
+      if (!('status' in result)) continue;
+      const { outcome, reason } = body.resolutions[i];
+      request.log.info({ taskId: result.taskId, runId: result.runId, taskGroupId: result.status.taskGroupId, state: outcome, ...(reason ? { reason } : {}) }, `task ${outcome}`);
+    }
+    return { resolutions: results };
+  },
+});

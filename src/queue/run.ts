@@ -1,0 +1,16 @@
+/**
+ * One element of Taskcluster's `runs` array (index = runId), as the queue stores and answers it. Generic in its
+ * state and without imports, so the browser bundle shares it: the queue's `Run` narrows `state` to a run state.
+ */
+export interface RunOf<State extends string> {
+  runId: number;
+  state: State;
+  reasonCreated: 'scheduled' | 'retry' | 'task-retry' | 'rerun' | 'exception';
+  reasonResolved?: string;
+  workerGroup?: string;
+  workerId?: string;
+  takenUntil?: string;
+  scheduled: string;
+  started?: string;
+  resolved?: string;
+}

@@ -1,0 +1,101 @@
+import { declare, type JsonSchema } from '../../api/endpoint.js';
+import { MISSING_TASK_CHAR, TASK_STATE_CHAR } from '../../taskStates.js';
+import { readNodes, type GraphSnapshotRow, type TaskStateRow } from '../graphReads.js';
+import type { QueueTaskState } from '../../workflows/contract.js';
+import { graphStatusSchema } from '../graphSchema.js';
+import { graphStatus } from './shapes.js';
+
+/**
+ * The compact shapes the graph explorer (src/ui) reads: arrays per field, never an object per task, so a
+ * 100,000-task graph is a few MB of JSON that parses in tens of milliseconds.
+ */
+
+/** Arrays of task states: times are ms after `timeBase` (the graph's creation), null when absent. */
+export function encodeStates(rows: TaskStateRow[], timeBase: number) {
+  const time = (iso: string | null) => (iso ? Date.parse(iso) - timeBase : null);
+  return {
+    taskIds: rows.map((r) => r.task_id).join(''),
+    // one character per state (as the workflow loads them); MISSING_TASK_CHAR for a node whose task does not exist (yet)
+    states: rows.map((r) => (r.state ? TASK_STATE_CHAR[r.state as QueueTaskState] : MISSING_TASK_CHAR)).join(''),
+    runs: rows.map((r) => r.runs ?? 0),
+    started: rows.map((r) => time(r.started)),
+    resolved: rows.map((r) => time(r.resolved)),
+  };
+}
+
+const nullableInts = { type: 'array', items: { type: ['integer', 'null'] } };
+
+export const stateArraysSchema: Record<string, JsonSchema> = {
+  taskIds: { type: 'string', description: 'the taskIds, 22 characters each, concatenated' },
+  states: { type: 'string', description: "one character per task: u p r c f e (unscheduled … exception), '-' missing" },
+  runs: { type: 'array', items: { type: 'integer' }, description: 'number of runs' },
+  started: { ...nullableInts, description: 'latest run started, ms after timeBase' },
+  resolved: { ...nullableInts, description: 'latest run resolved, ms after timeBase' },
+};
+
+/** The graph-level fields every explorer answer starts with. */
+export function graphHeader(row: GraphSnapshotRow) {
+  return {
+    status: graphStatus(row),
+    cursor: row.cursor,
+    taskCount: row.task_count,
+    nodeCount: row.node_count,
+    blockedBy: row.blocked_by,
+    timeBase: row.created.getTime(),
+  };
+}
+
+export const graphHeaderSchema: Record<string, JsonSchema> = {
+  status: graphStatusSchema,
+  cursor: { type: 'string', description: 'pass as `since` to the changes endpoint' },
+  taskCount: { type: 'integer' },
+  nodeCount: { type: 'integer' },
+  blockedBy: { type: 'array', items: { type: 'string' } },
+  timeBase: { type: 'integer', description: 'the graph creation time, ms since the epoch' },
+};
+
+const nodesOutput: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: [...Object.keys(graphHeaderSchema), 'fromIdx', 'members', 'labels', 'requireCounts', 'requires', ...Object.keys(stateArraysSchema)],
+  properties: {
+    ...graphHeaderSchema,
+    fromIdx: { type: 'integer' },
+    members: { type: 'string', description: "'1' for a task of the graph, '0' for an external task it depends on" },
+    labels: { type: 'array', items: { type: 'string' }, description: "labels ('' for external tasks)" },
+    requireCounts: { type: 'array', items: { type: 'integer' } },
+    requires: { type: 'array', items: { type: 'integer' }, description: 'node indexes each node requires, concatenated (CSR)' },
+    ...stateArraysSchema,
+  },
+};
+
+export const taskGraphNodesEndpoint = declare({
+  service: 'scheduler',
+  name: 'taskGraphNodes',
+  title: 'Task-Graph Nodes (compact)',
+  description: [
+    'The nodes of a graph from `fromIdx` on, in node order, as arrays (what the graph explorer draws): taskIds,',
+    'labels, membership, requires (node indexes, CSR), and each task\'s state and latest run times, read in one',
+    'snapshot whose `cursor` is where the changes endpoint continues. External nodes are tasks of other groups',
+    'that members depend on.',
+  ].join(' '),
+  method: 'get',
+  route: '/task-graph/<taskGraphId>/nodes',
+  query: { fromIdx: /^[0-9]{1,9}$/ },
+  output: nodesOutput,
+  concurrency: 'graphNodes',
+  async handler({ params, query, deps }) {
+    const fromIdx = Number(query.fromIdx ?? 0);
+    const { graph, nodes } = await readNodes(deps.pool, params.taskGraphId, fromIdx);
+    const header = graphHeader(graph);
+    return {
+      ...header,
+      fromIdx,
+      members: nodes.map((r) => (r.member ? '1' : '0')).join(''),
+      labels: nodes.map((r) => (r.member ? (r.label ?? r.task_id) : '')),
+      requireCounts: nodes.map((r) => r.requires.length),
+      requires: nodes.flatMap((r) => r.requires),
+      ...encodeStates(nodes, header.timeBase),
+    };
+  },
+});

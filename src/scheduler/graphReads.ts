@@ -1,0 +1,184 @@
+import type pg from 'pg';
+import type { Queryable } from '../db/pool.js';
+import { TgsError } from '../errors.js';
+import type { GraphRow } from './graphStore.js';
+
+/**
+ * The scheduler API's reads of the graph tables (task_graphs, graph_nodes) joined with the queue's tasks: the list,
+ * counts, inspect, and what the graph explorer reads (nodes and changes). Writes and the workflow's reads are in
+ * graphStore.ts.
+ */
+
+/** A task's state and latest run, as the nodes and changes answers carry it. */
+export interface TaskStateRow {
+  task_id: string;
+  state: string | null;
+  runs: number | null;
+  started: string | null;
+  resolved: string | null;
+}
+
+/** Columns of TaskStateRow from `tasks t` (LEFT JOINed rows give NULLs). */
+const TASK_STATE_COLUMNS = `t.state, jsonb_array_length(t.runs) AS runs,
+  t.runs -> -1 ->> 'started' AS started, t.runs -> -1 ->> 'resolved' AS resolved`;
+
+/** Where a page of the graph list resumes: after this graph, newest first. */
+export interface GraphListPosition {
+  createdUs: string;
+  taskGraphId: string;
+}
+
+/** Up to `limit` graphs (only those in `state`, when given), newest first, after `after`. */
+export async function listGraphs(
+  db: Queryable,
+  options: { state?: string; after?: GraphListPosition; limit: number },
+): Promise<(GraphRow & { created_us: string })[]> {
+  const where: string[] = [];
+  const args: unknown[] = [];
+  if (options.state) {
+    args.push(options.state);
+    where.push(`state = $${args.length}`);
+  }
+  if (options.after) {
+    args.push(options.after.createdUs, options.after.taskGraphId);
+    const created = `(timestamptz 'epoch' + $${args.length - 1}::bigint * interval '1 microsecond')`;
+    where.push(`(created < ${created} OR (created = ${created} AND task_graph_id > $${args.length}))`);
+  }
+  args.push(options.limit);
+  const { rows } = await db.query<GraphRow & { created_us: string }>(
+    `SELECT *, (extract(epoch FROM created) * 1000000)::bigint::text AS created_us FROM task_graphs
+     ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+     ORDER BY created DESC, task_graph_id LIMIT $${args.length}`,
+    args,
+  );
+  return rows;
+}
+
+/** How many member tasks of each graph are in each queue state (states with none are absent). */
+export async function memberStateCounts(db: Queryable, taskGraphIds: string[]): Promise<{ task_graph_id: string; state: string; count: number }[]> {
+  const { rows } = await db.query<{ task_graph_id: string; state: string; count: number }>(
+    `SELECT n.task_graph_id, t.state, count(*) AS count
+     FROM graph_nodes n JOIN tasks t ON t.task_id = n.task_id
+     WHERE n.task_graph_id = ANY($1) AND n.member GROUP BY 1, 2`,
+    [taskGraphIds],
+  );
+  return rows;
+}
+
+/** The taskId of the graph's member task with this taskId or label. */
+export async function findMemberTaskId(db: Queryable, taskGraphId: string, taskIdOrLabel: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ task_id: string }>(
+    'SELECT task_id FROM graph_nodes WHERE task_graph_id = $1 AND member AND (task_id = $2 OR label = $2)',
+    [taskGraphId, taskIdOrLabel],
+  );
+  return rows[0]?.task_id;
+}
+
+export interface InspectRow {
+  idx: number;
+  label: string;
+  task_id: string;
+  reruns: number;
+  reruns_left: number;
+  state: string | null;
+  requires: string[];
+  dependents: string[];
+}
+
+const INSPECT_SQL = `
+  SELECT n.idx, n.label, n.task_id, n.reruns, n.reruns_left, t.state,
+         ARRAY(SELECT coalesce(r.label, r.task_id) FROM graph_nodes r
+               WHERE r.task_graph_id = n.task_graph_id AND r.idx = ANY(n.requires) ORDER BY r.idx) AS requires,
+         ARRAY(SELECT coalesce(d.label, d.task_id) FROM task_dependencies td
+               JOIN graph_nodes d ON d.task_graph_id = n.task_graph_id AND d.task_id = td.dependent_task_id
+               WHERE td.required_task_id = n.task_id ORDER BY d.idx) AS dependents
+  FROM graph_nodes n LEFT JOIN tasks t ON t.task_id = n.task_id
+  WHERE n.task_graph_id = $1 AND n.member`;
+
+/** Up to `limit` member tasks with node index after `afterIdx`, in node order, with their requires and dependents. */
+export async function inspectNodes(db: Queryable, taskGraphId: string, afterIdx: number, limit: number): Promise<InspectRow[]> {
+  const { rows } = await db.query<InspectRow>(`${INSPECT_SQL} AND n.idx > $2 ORDER BY n.idx LIMIT $3`, [taskGraphId, afterIdx, limit]);
+  return rows;
+}
+
+/** One member task, by taskId or label. */
+export async function inspectNode(db: Queryable, taskGraphId: string, taskIdOrLabel: string): Promise<InspectRow | undefined> {
+  const { rows } = await db.query<InspectRow>(`${INSPECT_SQL} AND (n.task_id = $2 OR n.label = $2) LIMIT 1`, [taskGraphId, taskIdOrLabel]);
+  return rows[0];
+}
+
+/** The graph row with the snapshot it was read in (`cursor`: where the changes feed continues). */
+export type GraphSnapshotRow = GraphRow & { cursor: string };
+export type NodeRow = TaskStateRow & { member: boolean; label: string | null; requires: number[] };
+
+/** The graph row and its nodes from `fromIdx` on, in node order, read in one snapshot; 404 for no such graph. */
+export async function readNodes(pool: pg.Pool, taskGraphId: string, fromIdx: number): Promise<{ graph: GraphSnapshotRow; nodes: NodeRow[] }> {
+  // One REPEATABLE READ transaction: the graph row, the nodes and the cursor share one snapshot.
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    const { rows: graphs } = await client.query<GraphSnapshotRow>(
+      'SELECT *, pg_current_snapshot()::text AS cursor FROM task_graphs WHERE task_graph_id = $1',
+      [taskGraphId],
+    );
+    if (!graphs[0]) throw new TgsError('ResourceNotFound', `task-graph ${taskGraphId} not found`);
+    const { rows } = await client.query<NodeRow>(
+      `SELECT n.task_id, n.member, n.label, n.requires, ${TASK_STATE_COLUMNS}
+       FROM graph_nodes n LEFT JOIN tasks t ON t.task_id = n.task_id
+       WHERE n.task_graph_id = $1 AND n.idx >= $2 ORDER BY n.idx`,
+      [taskGraphId, fromIdx],
+    );
+    await client.query('COMMIT');
+    return { graph: graphs[0], nodes: rows };
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * One statement, so one snapshot: the graph row, the tasks of the graph whose state changed in a transaction
+ * not visible in `since` (see src/sql/014_ui_changes.sql), and this snapshot as the next cursor. External nodes
+ * (tasks of other groups) are found through graph_nodes_external.
+ */
+const CHANGES_SQL = `
+  SELECT g.*, pg_current_snapshot()::text AS cursor,
+         (g.change_xid IS NOT NULL AND NOT pg_visible_in_snapshot(g.change_xid, $2::pg_snapshot)) AS graph_changed,
+         (SELECT coalesce(json_agg(c), '[]') FROM (
+            SELECT t.task_id, ${TASK_STATE_COLUMNS} FROM tasks t
+            WHERE t.task_group_id = $1 AND t.change_xid IS NOT NULL
+              AND t.change_xid >= pg_snapshot_xmin($2::pg_snapshot) AND NOT pg_visible_in_snapshot(t.change_xid, $2::pg_snapshot)
+            UNION ALL
+            SELECT t.task_id, ${TASK_STATE_COLUMNS} FROM graph_nodes n JOIN tasks t ON t.task_id = n.task_id
+            WHERE n.task_graph_id = $1 AND NOT n.member AND t.task_group_id <> $1 AND t.change_xid IS NOT NULL
+              AND t.change_xid >= pg_snapshot_xmin($2::pg_snapshot) AND NOT pg_visible_in_snapshot(t.change_xid, $2::pg_snapshot)
+         ) c) AS changes
+  FROM task_graphs g WHERE g.task_graph_id = $1`;
+
+/** Without `since`: the graph and the current cursor only. */
+const CURRENT_SQL = `SELECT g.*, pg_current_snapshot()::text AS cursor, false AS graph_changed, '[]'::json AS changes
+  FROM task_graphs g WHERE g.task_graph_id = $1`;
+
+export type ChangesRow = GraphSnapshotRow & { graph_changed: boolean; changes: TaskStateRow[] };
+
+/**
+ * The graph row, whether it changed, and its tasks whose state changed, since the snapshot `since` (none
+ * without it); 404 for no such graph, InputError for a `since` Postgres cannot read as a snapshot.
+ */
+export async function readChanges(db: Queryable, taskGraphId: string, since: string | undefined): Promise<ChangesRow> {
+  let row: ChangesRow | undefined;
+  try {
+    ({ rows: [row] } = since
+      ? await db.query<ChangesRow>(CHANGES_SQL, [taskGraphId, since])
+      : await db.query<ChangesRow>(CURRENT_SQL, [taskGraphId]));
+  } catch (err) {
+    if ((err as { code?: string }).code === '22P02') {
+      throw new TgsError('InputError', `Invalid since=${since}: pass a cursor from the nodes or changes endpoint unchanged`);
+    }
+    throw err;
+  }
+  if (!row) throw new TgsError('ResourceNotFound', `task-graph ${taskGraphId} not found`);
+  return row;
+}

@@ -1,0 +1,6 @@
+// Per-node marker bits: one byte per node, uploaded to the GPU as is (see shaders.ts, which is generated from
+// these values).
+export const FLAG_SELECTED = 1;
+export const FLAG_BLOCKING = 2;
+export const FLAG_HELD_BACK = 4;
+export const FLAG_DIM = 8;

@@ -1,0 +1,417 @@
+/**
+ * One run of the taskGraph workflow (until it ends or continues as new): the graph model, what the handlers
+ * heard, and the steps of the main loop. Handlers only record news; `loop()` acts on it.
+ */
+import * as wf from '@temporalio/workflow';
+import type { DispatchResult, PublishResult } from '../activities/index.js';
+import { bulk, hot } from './activityProxies.js';
+import { shouldContinueAsNew } from './continueAsNew.js';
+import {
+  cancelSignal,
+  extendedSignal,
+  rerunSignal,
+  rerunUpdate,
+  resolutionsSignal,
+  SEARCH_ATTRIBUTES,
+  statusQuery,
+  taskQuery,
+  tasksDefinedSignal,
+  type CarriedState,
+  type GraphMeta,
+  type GraphState,
+  type RerunAccepted,
+  type RerunRequest,
+  type StatusQueryResult,
+  type TaskGraphInput,
+  type TaskGraphResult,
+  type TaskGraphWorkflow,
+  type TaskQueryResult,
+  type TaskRef,
+  type TuningOptions,
+} from './contract.js';
+import { GraphModel, NODE_STATE_NAMES, type DispatchItem } from './graphModel.js';
+import { Refusals } from './refusals.js';
+
+const DEFAULT_TUNING: Required<TuningOptions> = {
+  // 1,000 tasks × ~60 bytes keeps one dispatch input near 60 KB, far below the 2 MB payload limit,
+  // and 4 in flight keeps us far below the 2,000 pending-activity limit.
+  dispatchBatch: 1000,
+  maxDispatchInFlight: 4,
+  reconcileAfterMs: 60_000,
+  maxHistoryEvents: 10_000,
+};
+// 5,000 nodes with their requires is ~300 KB, under the 512 KB payload warning (20,000 was 1.1 MB).
+const NODE_PAGE = 5_000;
+
+function describe(items: DispatchItem[]): string {
+  const reruns = items.filter((i) => i.kind === 'rerun').length;
+  const what = [items.length - reruns ? `schedule ${items.length - reruns}` : '', reruns ? `rerun ${reruns}` : '']
+    .filter(Boolean)
+    .join(', ');
+  const ids = items.slice(0, 4).map((i) => i.taskId).join(', ');
+  return `${what}: ${ids}${items.length > 4 ? `, … (+${items.length - 4})` : ''}`;
+}
+
+export class GraphRun {
+  private readonly model = new GraphModel();
+  private readonly taskGraphId: string;
+  private readonly input: TaskGraphInput;
+  private readonly tuning: Required<TuningOptions>;
+  private readonly carried: CarriedState | undefined;
+  private readonly decoded: ReturnType<typeof GraphModel.decodeCarried> | undefined;
+  private meta: GraphMeta;
+  private readonly labels: string[] = [];
+  private readonly labelIndex = new Map<string, number>();
+  /** History length and size once the structure was loaded (see load). */
+  private loadedAt = { events: 0, bytes: 0 };
+
+  // What was announced: carried across continue-as-new.
+  private publishedState: GraphState | null;
+  /** message sequence per scheduler exchange, for stable message ids */
+  private readonly messageSeq: Record<string, number>;
+  private readonly refusals: Refusals;
+
+  // News from the handlers (and the reconciliation ticker), acted on by the main loop.
+  private wantedNodeCount: number;
+  private extendedPending = false;
+  private readonly joinQueue: string[] = [];
+  private cancelRequested = false;
+  private reconcileDue = false;
+  private lastHeard = 0;
+  private dirty = true;
+  private inFlight = 0;
+  // Schedules the queue refused as not ready: tried again on the next news (a resolution, reconciliation), when the
+  // queue may agree; never in a loop. Their nodes stay dispatching meanwhile, so the graph cannot finish without them.
+  private readonly deferred: DispatchItem[] = [];
+  private readonly deferredSeen = new Set<string>();
+
+  constructor(taskGraphId: string, input: TaskGraphInput, meta: GraphMeta) {
+    this.taskGraphId = taskGraphId;
+    this.input = input;
+    this.meta = meta;
+    this.tuning = { ...DEFAULT_TUNING, ...input.tuning };
+    this.carried = input.carried;
+    this.decoded = this.carried ? GraphModel.decodeCarried(this.carried) : undefined;
+    this.publishedState = this.carried?.publishedState ?? null;
+    this.messageSeq = { ...this.carried?.messageSeq };
+    this.refusals = new Refusals(this.carried?.rejected);
+    this.wantedNodeCount = meta.nodeCount;
+  }
+
+  /** Step 1: the structure (on a first run with the queue's states, else with the carried ones). */
+  async load(): Promise<void> {
+    await this.loadNodesUpTo(this.carried?.nodeCount ?? this.meta.nodeCount);
+    // What loading the structure cost this run: a 100,000-task graph is ~80 events but ~7 MB of history,
+    // over the server's size-based continue-as-new suggestion before any work is done.
+    this.loadedAt = { events: wf.workflowInfo().historyLength, bytes: wf.workflowInfo().historySize };
+    for (const i of this.carried?.manualReruns ?? []) this.model.manualReruns.add(i);
+    this.model.canceled = this.carried?.canceled ?? false;
+    this.cancelRequested = this.model.canceled;
+    this.lastHeard = Date.now();
+  }
+
+  private async loadNodesUpTo(count: number): Promise<void> {
+    const { model, decoded } = this;
+    while (model.size < count) {
+      const page = await bulk.loadNodes(this.taskGraphId, model.size, Math.min(NODE_PAGE, count - model.size), !decoded || model.size >= decoded.states.length);
+      if (page.taskIds.length === 0) break;
+      const from = model.size;
+      model.addPage(page, decoded);
+      page.labels.forEach((label, k) => {
+        this.labels[from + k] = label;
+        if (label) this.labelIndex.set(label, from + k);
+      });
+    }
+  }
+
+  /** Step 2: the handlers. Signals that arrived while loading are applied now, to the loaded model. */
+  listen(): void {
+    wf.setHandler(resolutionsSignal, (items) => {
+      this.lastHeard = Date.now();
+      this.retryDeferred();
+      for (const r of items) this.model.applyResolution(r.taskId, r.runId, r.state);
+      this.dirty = true;
+    });
+    wf.setHandler(extendedSignal, ({ nodeCount }) => {
+      this.wantedNodeCount = Math.max(this.wantedNodeCount, nodeCount);
+      this.extendedPending = true;
+      this.dirty = true;
+    });
+    wf.setHandler(tasksDefinedSignal, ({ taskIds }) => {
+      for (const id of taskIds) if (!this.model.index.has(id)) this.joinQueue.push(id);
+      this.dirty = true;
+    });
+    wf.setHandler(rerunSignal, (req) => {
+      const refusal = this.model.rerunRefusal(this.nodeOf(req ?? {}), nameOf(req ?? {}));
+      if (refusal) {
+        this.refusals.add(`rerun of ${nameOf(req ?? {})} refused: ${refusal}`);
+        wf.log.warn('rerun signal refused', { refusal, request: req });
+        return;
+      }
+      this.rerun(req);
+    });
+    wf.setHandler(cancelSignal, () => {
+      this.cancelRequested = true;
+      this.dirty = true;
+    });
+    wf.setHandler(rerunUpdate, (req) => this.rerun(req), {
+      validator: (req) => {
+        const refusal = this.model.rerunRefusal(this.nodeOf(req ?? {}), nameOf(req ?? {}));
+        if (refusal) throw new Error(refusal);
+      },
+    });
+    wf.setHandler(statusQuery, () => this.status());
+    wf.setHandler(taskQuery, (req) => this.task(req ?? {}));
+  }
+
+  private nodeOf(req: TaskRef): number | undefined {
+    return req.taskId !== undefined ? this.model.index.get(req.taskId) : req.label !== undefined ? this.labelIndex.get(req.label) : undefined;
+  }
+
+  private rerun(req: RerunRequest): RerunAccepted {
+    const { model } = this;
+    const i = this.nodeOf(req) as number;
+    const reset = model.manualRerun(i, req.resetDependents === true);
+    this.dirty = true;
+    return { taskId: model.taskIds[i], resetDependents: reset.map((d) => model.taskIds[d]) };
+  }
+
+  private status(): StatusQueryResult {
+    return {
+      schedulerId: this.meta.schedulerId,
+      taskGraphId: this.taskGraphId,
+      state: this.model.graphState(),
+      routing: this.meta.routing,
+      counts: this.model.countsByName(),
+      blockedBy: this.model.blockedBy(),
+      nodeCount: this.model.size,
+      refused: [...this.refusals.list],
+    };
+  }
+
+  private task(req: TaskRef): TaskQueryResult {
+    const { model } = this;
+    const i = this.nodeOf(req);
+    if (i === undefined) throw new Error(`${nameOf(req)} is not in this task-graph`);
+    return {
+      taskId: model.taskIds[i],
+      idx: i,
+      label: this.labels[i] ?? '',
+      member: model.member[i] === 1,
+      state: NODE_STATE_NAMES[model.state[i]],
+      rerunsLeft: model.rerunsLeft[i],
+      requires: model.requiresOf(i).map((r) => model.taskIds[r]),
+      dependents: model.dependentsOf(i).map((d) => model.taskIds[d]),
+      lastRunId: model.lastRun[i],
+    };
+  }
+
+  /**
+   * Step 3: a first run announces `running`. Every state change gets its own message: a graph already blocked when
+   * its workflow starts (started late by the missing-workflow sweep, or after its history was lost) announces
+   * running here and blocked from the loop, instead of writing `blocked` with a task-graph-running message and
+   * never sending task-graph-blocked.
+   */
+  async announceStart(): Promise<void> {
+    if (!this.carried) await this.publish('running', 'task-graph-running');
+  }
+
+  /** Step 4: after reconcileAfterMs without news, the loop asks the queue about live tasks. */
+  reconcileWhenQuiet(): void {
+    void (async () => {
+      for (;;) {
+        await wf.sleep(this.tuning.reconcileAfterMs);
+        if (Date.now() - this.lastHeard >= this.tuning.reconcileAfterMs) {
+          this.reconcileDue = true;
+          this.dirty = true;
+        }
+      }
+    })();
+  }
+
+  /** Step 5, until the graph ends or the run continues as new: act on the news, dispatch, announce changes. */
+  async loop(): Promise<TaskGraphResult> {
+    for (;;) {
+      await wf.condition(() => this.dirty);
+      this.dirty = false;
+      this.showProgress();
+      await this.cancelIfRequested();
+      await this.joinDefinedTasks();
+      await this.loadNewNodes();
+      await this.reconcileIfDue();
+      // Near the history limit: stop dispatching, drain what is in flight, then continue-as-new.
+      const historyFull = shouldContinueAsNew(wf.workflowInfo(), this.loadedAt, this.tuning.maxHistoryEvents);
+      if (!historyFull) this.dispatch();
+
+      const state = this.model.graphState();
+      if (state !== this.publishedState && (state === 'running' || state === 'blocked')) {
+        await this.publish(state, state === 'blocked' ? 'task-graph-blocked' : 'task-graph-running');
+      }
+      if ((state === 'finished' || state === 'canceled') && this.inFlight === 0) {
+        if (await this.end(state)) return { taskGraphId: this.taskGraphId, state };
+        continue;
+      }
+      if (historyFull && this.drained()) return this.continueAsNew();
+    }
+  }
+
+  private async cancelIfRequested(): Promise<void> {
+    if (!this.cancelRequested || this.model.canceled) return;
+    this.model.canceled = true;
+    const ids = this.model.unresolvedMembers().map((i) => this.model.taskIds[i]);
+    await hot(`cancel ${ids.length} task(s)`).cancelTasks(this.taskGraphId, ids);
+  }
+
+  /** Tasks of the group defined in the queue since (queue-level graphs). */
+  private async joinDefinedTasks(): Promise<void> {
+    if (this.joinQueue.length === 0) return;
+    const ids = this.joinQueue.splice(0, this.joinQueue.length);
+    const { nodeCount } = await bulk.joinTasks(this.taskGraphId, ids);
+    this.wantedNodeCount = Math.max(this.wantedNodeCount, nodeCount);
+  }
+
+  private async loadNewNodes(): Promise<void> {
+    if (this.wantedNodeCount <= this.model.size) return;
+    const before = this.model.memberCount;
+    await this.loadNodesUpTo(this.wantedNodeCount);
+    // the state as last announced: a change the new nodes cause gets its own message from the loop
+    if (this.extendedPending && this.model.memberCount > before) await this.publish(this.publishedState ?? 'running', 'task-graph-extended');
+    this.extendedPending = false;
+    this.meta = { ...this.meta, nodeCount: this.model.size };
+  }
+
+  private async reconcileIfDue(): Promise<void> {
+    if (!this.reconcileDue) return;
+    const { model } = this;
+    this.reconcileDue = false;
+    this.retryDeferred();
+    this.lastHeard = Date.now();
+    const live = [...model.liveMembers(), ...model.unresolvedExternals()].slice(0, 20_000).map((i) => model.taskIds[i]);
+    const result = await hot(`reconcile ${live.length} task(s)`).reconcile(this.taskGraphId, live);
+    for (const r of result.resolutions) model.applyResolution(r.taskId, r.runId, r.state);
+    this.wantedNodeCount = Math.max(this.wantedNodeCount, result.nodeCount);
+    if (result.nodeCount > model.size) this.dirty = true;
+  }
+
+  private retryDeferred(): void {
+    this.model.dispatchFailed(this.deferred.splice(0, this.deferred.length));
+  }
+
+  /** Ready tasks and reruns in batches, up to maxDispatchInFlight activities at once. */
+  private dispatch(): void {
+    while (!this.model.canceled && this.model.hasDispatchable() && this.inFlight < this.tuning.maxDispatchInFlight) {
+      const items = this.model.takeDispatch(this.tuning.dispatchBatch);
+      if (items.length === 0) break;
+      this.inFlight++;
+      hot(describe(items))
+        .dispatchTasks(this.taskGraphId, items)
+        .then(
+          (result) => this.dispatched(items, result),
+          (err: unknown) => {
+            wf.log.error('dispatch failed; will retry', { error: String(err) });
+            this.model.dispatchFailed(items);
+          },
+        )
+        .finally(() => {
+          this.inFlight--;
+          this.dirty = true;
+        });
+    }
+  }
+
+  private dispatched(items: DispatchItem[], result: DispatchResult): void {
+    const { model } = this;
+    const unready = new Set(result.unready ?? []);
+    model.dispatched(unready.size ? items.filter((i) => !unready.has(i.taskId)) : items);
+    this.deferred.push(...items.filter((i) => unready.has(i.taskId) && i.kind === 'schedule'));
+    for (const r of result.resolutions) model.applyResolution(r.taskId, r.runId, r.state);
+    for (const r of result.refused ?? []) {
+      if (!model.rerunRefused(r.taskId, r.state)) continue;
+      this.refusals.add(`rerun of task ${r.taskId} refused by the queue: ${r.reason}`);
+      wf.log.warn('rerun refused by the queue', { taskId: r.taskId, reason: r.reason });
+    }
+    for (const taskId of unready) {
+      // The queue's stored state disagrees with the model (a forged or stale resolution): nothing was started.
+      if (this.deferredSeen.has(taskId)) continue;
+      this.deferredSeen.add(taskId);
+      this.refusals.add(`task ${taskId} not dispatched: the queue does not show its dependencies resolved, or it is not a member`);
+      wf.log.warn('dispatch refused by the queue', { taskId });
+    }
+  }
+
+  private showProgress(): void {
+    const { model } = this;
+    const parts = Object.entries(model.countsByName()).map(([k, v]) => `${k} ${v}`);
+    const blocked = model.blockedBy();
+    const lastRefused = this.refusals.last;
+    wf.setCurrentDetails(
+      [
+        `**${model.graphState()}** · ${model.memberCount} tasks · ${parts.join(' · ')}`,
+        blocked.length ? `blocked by ${blocked.slice(0, 5).join(', ')}${blocked.length > 5 ? ` (+${blocked.length - 5})` : ''}` : '',
+        lastRefused !== undefined ? `last refused signal: ${lastRefused}` : '',
+      ]
+        .filter(Boolean)
+        .join('\n'),
+    );
+  }
+
+  private async publish(state: GraphState, kind: string): Promise<PublishResult> {
+    const seq = this.messageSeq[kind] ?? 0;
+    const result = await hot(`${kind} #${seq}`).publishGraphEvent(this.taskGraphId, {
+      kind,
+      seq,
+      state,
+      blockedBy: this.model.blockedBy(),
+      knownNodeCount: this.model.size,
+    });
+    if (result.published) {
+      this.messageSeq[kind] = seq + 1;
+      this.publishedState = state;
+      wf.upsertSearchAttributes([
+        { key: SEARCH_ATTRIBUTES.state, value: state },
+        { key: SEARCH_ATTRIBUTES.schedulerId, value: this.meta.schedulerId },
+      ]);
+    }
+    return result;
+  }
+
+  /**
+   * Announces the end. False when Postgres holds nodes this run has not loaded (an extend raced the last
+   * completion): the loop loads them and goes on.
+   */
+  private async end(state: 'finished' | 'canceled'): Promise<boolean> {
+    const result = await this.publish(state, state === 'finished' ? 'task-graph-finished' : 'task-graph-canceled');
+    if (!result.published) {
+      this.wantedNodeCount = Math.max(this.wantedNodeCount, result.nodeCount);
+      this.dirty = true;
+      return false;
+    }
+    this.showProgress();
+    await wf.condition(wf.allHandlersFinished);
+    return true;
+  }
+
+  /** Nothing in flight and nothing known that is not loaded yet: the state can be carried. */
+  private drained(): boolean {
+    return this.inFlight === 0 && this.joinQueue.length === 0 && this.wantedNodeCount <= this.model.size;
+  }
+
+  /** The compact state is carried; the structure is reloaded by the next run. */
+  private async continueAsNew(): Promise<never> {
+    await wf.condition(wf.allHandlersFinished);
+    const next: TaskGraphInput = {
+      taskGraphId: this.taskGraphId,
+      tuning: this.input.tuning,
+      carried: {
+        ...this.model.carry(),
+        publishedState: this.publishedState,
+        messageSeq: this.messageSeq,
+        runs: (this.carried?.runs ?? 0) + 1,
+        rejected: this.refusals.list,
+      },
+    };
+    return wf.continueAsNew<TaskGraphWorkflow>(next);
+  }
+}
+
+const nameOf = (req: TaskRef) => (req.taskId !== undefined ? `task ${req.taskId}` : `label ${JSON.stringify(req.label)}`);

@@ -1,0 +1,42 @@
+import pg from 'pg';
+import { randomBytes } from 'node:crypto';
+import { createPool } from '../src/db/pool.js';
+import { migrate } from '../src/db/migrate.js';
+
+/** The Postgres server tests use (TGS_TEST_PG, else the local one); the database in it is created per test file. */
+export const defaultPostgresUrl = () => process.env.TGS_TEST_PG || 'postgres://postgres@127.0.0.1:5432';
+
+export interface TestDatabase {
+  url: string;
+  name: string;
+  pool: pg.Pool;
+  drop(): Promise<void>;
+}
+
+/**
+ * A fresh, migrated database of its own for one test file: tests never see each other's rows. `postgresUrl`: the
+ * server (no database name), by default defaultPostgresUrl().
+ */
+export async function createTestDatabase(options: { migrate?: boolean; postgresUrl?: string } = {}): Promise<TestDatabase> {
+  const server = options.postgresUrl ?? defaultPostgresUrl();
+  const name = `tgs_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: `${server}/postgres` });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = `${server}/${name}`;
+  const pool = createPool(url, 20);
+  if (options.migrate !== false) await migrate(pool);
+  return {
+    url,
+    name,
+    pool,
+    async drop() {
+      await pool.end();
+      const c = new pg.Client({ connectionString: `${server}/postgres` });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}

@@ -1,0 +1,137 @@
+import { randomBytes } from 'node:crypto';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import type { Config } from '../src/config.js';
+import { createActivities } from '../src/activities/index.js';
+import { ensureSearchAttributes } from '../src/worker.js';
+import amqp from 'amqplib';
+import { bridgeQueueName, startBridge } from '../src/bridge/bridge.js';
+import { startRelay } from '../src/exchanges/relay.js';
+import type { DevServer } from '../src/temporal/devServer.js';
+import { ApiClient } from '../src/client/http.js';
+import { startTestApi, type TestApi } from './api.js';
+import { startTestTemporal } from './temporal.js';
+import { workflowBundle } from './workflowEnv.js';
+
+export interface Stack {
+  api: TestApi;
+  config: Config;
+  temporal: DevServer;
+  client: Client;
+  root: ApiClient;
+  bridge: Awaited<ReturnType<typeof startBridge>> | undefined;
+  relay: Awaited<ReturnType<typeof startRelay>>;
+  /** Stops or restarts the scheduler worker (tests that kill it). */
+  startWorker(): Promise<void>;
+  stopWorker(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Everything a graph needs, for real: Postgres (own database), the API, the outbox relay and the bridge
+ * on RabbitMQ (own exchange prefix, so test files never see each other's messages), a Temporal dev
+ * server and the scheduler worker.
+ */
+export async function startStack(
+  options: {
+    configOverrides?: Partial<Config>;
+    dynamicConfig?: Record<string, string | number | boolean>;
+    /** false: the test runs the bridge / scheduler worker itself (e.g. as processes it kills) */
+    inProcessBridge?: boolean;
+    inProcessWorker?: boolean;
+    /** false: start Temporal without tgs's search attributes, so the worker has to register them */
+    registerSearchAttributes?: boolean;
+    /** where the API (claim waiter, sweeps), the bridge and the relay log (default: the API to stderr, the rest nowhere) */
+    log?: (line: string) => void;
+    /** the Postgres server the stack's database is created on (default: the tests' server, support/db.ts) */
+    postgresUrl?: string;
+  } = {},
+): Promise<Stack> {
+  const temporal = await startTestTemporal({
+    dynamicConfig: options.dynamicConfig,
+    ...(options.registerSearchAttributes === false ? { searchAttributes: {} } : {}),
+  });
+  const prefix = `test-${randomBytes(4).toString('hex')}/`;
+  const api = await startTestApi({
+    temporalAddress: temporal.address,
+    exchangePrefix: prefix,
+    temporalTaskQueue: 'tgs-scheduler',
+    ...options.configOverrides,
+  }, { postgresUrl: options.postgresUrl, ...(options.log ? { log: (line: string) => options.log?.(`api: ${line}`) } : {}) });
+  const config = api.config;
+  const relay = await startRelay({ config, log: options.log ? (line) => options.log?.(`relay: ${line}`) : () => undefined });
+  const connection = await Connection.connect({ address: temporal.address });
+  const client = new Client({ connection });
+  const bridge = options.inProcessBridge === false ? undefined : await startBridge({ config, pool: api.db.pool, temporal: async () => client, log: options.log ?? (() => undefined) });
+  let worker: { worker: Worker; running: Promise<void>; connection: NativeConnection } | undefined;
+  const startWorker = async () => {
+    await ensureSearchAttributes(config);
+    const nativeConnection = await NativeConnection.connect({ address: temporal.address });
+    const w = await Worker.create({
+      connection: nativeConnection,
+      taskQueue: config.temporalTaskQueue,
+      workflowBundle: await workflowBundle(),
+      activities: createActivities({ config, pool: api.db.pool }),
+    });
+    worker = { worker: w, running: w.run(), connection: nativeConnection };
+  };
+  const stopWorker = async () => {
+    if (!worker) return;
+    worker.worker.shutdown();
+    await worker.running;
+    await worker.connection.close();
+    worker = undefined;
+  };
+  if (options.inProcessWorker !== false) await startWorker();
+  return {
+    api,
+    config,
+    temporal,
+    client,
+    root: new ApiClient(api.rootUrl, api.root),
+    bridge,
+    relay,
+    startWorker,
+    stopWorker,
+    async stop() {
+      await stopWorker();
+      await bridge?.stop();
+      await relay.stop();
+      // the bridge queue is durable: without this every test file would leave one behind on the broker
+      const amqpConnection = await amqp.connect(config.amqpUrl);
+      await (await amqpConnection.createChannel()).deleteQueue(bridgeQueueName(config));
+      await amqpConnection.close();
+      await connection.close();
+      await api.close();
+      await temporal.stop();
+    },
+  };
+}
+
+/** The environment a `tgs` process needs to join the stack: its database, broker, Temporal, task queue and exchange prefix. */
+export function stackEnv(stack: Stack): Record<string, string> {
+  const c = stack.config;
+  return {
+    DATABASE_URL: c.databaseUrl,
+    AMQP_URL: c.amqpUrl,
+    TEMPORAL_ADDRESS: c.temporalAddress,
+    TGS_TASK_QUEUE: c.temporalTaskQueue,
+    TGS_EXCHANGE_PREFIX: c.exchangePrefix,
+  };
+}
+
+/** Polls until fn returns a truthy value (or throws after timeoutMs, saying what it waited for). */
+export async function eventually<T>(fn: () => Promise<T | undefined | false>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await fn();
+      if (value) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

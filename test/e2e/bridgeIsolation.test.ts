@@ -1,0 +1,73 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import slugid from 'slugid';
+import { startStack, eventually, type Stack } from '../../support/stack.js';
+import { graphOf } from '../../support/graphs.js';
+import { startBridge } from '../../src/bridge/bridge.js';
+import { extendedSignal, workflowIdFor } from '../../src/workflows/contract.js';
+
+// Temporal refuses the 5th signal of a workflow execution: a real signal failure for one chosen graph.
+const SIGNAL_LIMIT = 4;
+let stack: Stack;
+
+before(async () => {
+  stack = await startStack({ inProcessBridge: false, dynamicConfig: { 'history.maximumSignalsPerExecution': SIGNAL_LIMIT } });
+});
+after(async () => {
+  await stack.stop();
+});
+
+function manualGraph(nodes: Parameters<typeof graphOf>[0]) {
+  const graph = graphOf(nodes);
+  for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = 'manual';
+  return graph;
+}
+
+test('a graph whose signal fails is retried alone with backoff; the graph in the same batch goes on', async () => {
+  const bridgeOptions = { config: stack.config, pool: stack.api.db.pool, temporal: async () => stack.client };
+  // The bridge's durable queue exists (and is bound) before anything is published; resolutions then wait in it.
+  await (await startBridge({ ...bridgeOptions, log: () => undefined })).stop();
+
+  const ids: Record<string, Map<string, string>> = {};
+  const graphs: Record<string, string> = { failing: slugid.nice(), healthy: slugid.nice() };
+  const shapes = { failing: manualGraph({ first: {}, second: { requires: ['first'] } }), healthy: manualGraph({ only: {} }) };
+  for (const [name, id] of Object.entries(graphs)) {
+    const res = await stack.api.request('PUT', `/api/scheduler/v1/task-graph/${id}`, shapes[name as keyof typeof shapes]);
+    ids[name] = new Map((res.body.tasks as { label: string; taskId: string }[]).map((t) => [t.label, t.taskId]));
+  }
+  const failingHandle = stack.client.workflow.getHandle(workflowIdFor(graphs.failing));
+  for (let i = 0; i < SIGNAL_LIMIT; i++) await failingHandle.signal(extendedSignal, { nodeCount: 0 });
+  await assert.rejects(failingHandle.signal(extendedSignal, { nodeCount: 0 }), 'the failing graph refuses further signals');
+
+  const state = async (taskId: string) => (await stack.api.request('GET', `/api/queue/v1/task/${taskId}/status`)).body.status.state as string;
+  const first = ids.failing.get('first') as string;
+  const only = ids.healthy.get('only') as string;
+  await eventually(async () => (await state(first)) === 'pending' && (await state(only)) === 'pending', 'roots pending');
+  const claim = await stack.api.request('POST', '/api/queue/v1/claim-work/tgs-test/manual', { tasks: 2, workerGroup: 'g', workerId: 'w' });
+  assert.equal(claim.body.tasks.length, 2);
+  for (const taskId of [first, only]) await stack.api.request('POST', `/api/queue/v1/task/${taskId}/runs/0/completed`);
+  await eventually(async () => Number((await stack.api.db.pool.query('SELECT count(*) AS n FROM outbox')).rows[0].n) === 0, 'both resolutions in the bridge queue');
+
+  const log: string[] = [];
+  const startedAt = Date.now();
+  const bridge = await startBridge({ ...bridgeOptions, log: (line) => log.push(line) });
+  try {
+    await eventually(
+      async () => (await stack.api.request('GET', `/api/scheduler/v1/task-graph/${graphs.healthy}/status`)).body.status.state === 'finished',
+      'the healthy graph finished',
+      15_000,
+    );
+    await eventually(async () => bridge.stats.requeued >= 3, 'the failing graph retried several times', 15_000);
+    assert.equal(await state(ids.failing.get('second') as string), 'unscheduled', 'the failing graph never heard its resolution');
+    assert.equal(log.filter((l) => l.includes(`signal to task-graph/${graphs.failing} failed`)).length, 1, 'its failure is logged once');
+    assert.deepEqual(log.filter((l) => l.includes(graphs.healthy)), [], 'nothing about the healthy graph');
+    // Backoff 250 ms doubling: attempts at ~0, 0.25, 0.75, 1.75, 3.75 s; without it, hundreds in 4 s.
+    await new Promise((r) => setTimeout(r, Math.max(0, startedAt + 4000 - Date.now())));
+    const { failedSignals, requeued } = bridge.stats;
+    assert.ok(failedSignals >= 3 && failedSignals <= 6, `${failedSignals} attempts in 4 s`);
+    // Each failed attempt gave back exactly the failing graph's one message; the healthy graph's was acked.
+    assert.equal(requeued, failedSignals, `${requeued} message(s) requeued for ${failedSignals} failed signal(s)`);
+  } finally {
+    await bridge.stop();
+  }
+});

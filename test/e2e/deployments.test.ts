@@ -1,0 +1,62 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import slugid from 'slugid';
+import { startStack, eventually, type Stack } from '../../support/stack.js';
+import { startFastWorker } from '../../support/fastWorker.js';
+import { graphOf } from '../../support/graphs.js';
+import { bridgeQueueName } from '../../src/bridge/bridge.js';
+
+// Two deployments (own databases, Temporal servers and scheduler ids) on one RabbitMQ vhost, sharing even
+// the exchange prefix: the harder case, where only the bridge queue's name and bindings keep them apart.
+const prefix = `test-${randomBytes(4).toString('hex')}/`;
+const deployments: { stack: Stack; worker: ReturnType<typeof startFastWorker>; log: string[] }[] = [];
+
+before(async () => {
+  for (const schedulerId of ['deploy-a', 'deploy-b']) {
+    const log: string[] = [];
+    const stack = await startStack({
+      configOverrides: { exchangePrefix: prefix, schedulerId, bridgeSchedulerIds: [schedulerId] },
+      log: (line) => log.push(line),
+    });
+    const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'fast', concurrency: 4 });
+    deployments.push({ stack, worker, log });
+  }
+});
+after(async () => {
+  for (const d of deployments) {
+    await d.worker.stop();
+    await d.stack.stop();
+  }
+});
+
+test('two deployments on one vhost: each bridge has its own queue and both graphs finish without waiting for reconciliation', async () => {
+  const [a, b] = deployments;
+  assert.notEqual(bridgeQueueName(a.stack.config), bridgeQueueName(b.stack.config));
+  assert.equal(bridgeQueueName(a.stack.config), `${prefix}tgs/scheduler-bridge/deploy-a`);
+  // Chains: every hop is a resolution the graph must hear. Before, about half of them went to the other
+  // deployment's bridge, which acked them as unknown; the graph then waited 60 s for reconciliation each time.
+  const chain = graphOf({ one: {}, two: { requires: ['one'] }, three: { requires: ['two'] }, four: { requires: ['three'] }, five: { requires: ['four'] } });
+  const ids = await Promise.all(
+    deployments.map(async ({ stack }) => {
+      const id = slugid.nice();
+      await stack.root.request('scheduler', 'PUT', `/task-graph/${id}`, chain);
+      return id;
+    }),
+  );
+  await Promise.all(
+    deployments.map(({ stack }, k) =>
+      eventually(
+        async () => (await stack.root.request('scheduler', 'GET', `/task-graph/${ids[k]}/status`)).status.state === 'finished',
+        `graph of ${stack.config.schedulerId} finished`,
+        // well under the 60 s reconciliation that would hide a lost resolution
+        30_000,
+      ),
+    ),
+  );
+  for (const d of deployments) {
+    assert.equal(d.stack.bridge?.stats.unknownTasks, 0, `${d.stack.config.schedulerId}'s bridge saw no message of the other deployment`);
+    assert.ok((d.stack.bridge?.stats.resolutionsForwarded ?? 0) >= 5);
+    assert.deepEqual(d.log.filter((l) => l.includes('looks shared')), []);
+  }
+});

@@ -1,0 +1,95 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { configureLogging, lineLogger, logger } from '../../src/log.js';
+import { temporalLogFunction } from '../../src/observability/temporalRuntime.js';
+import { loadConfig, logLevelFromEnv, logFormatFromEnv } from '../../src/config.js';
+
+after(() => {
+  configureLogging({ level: 'silent' });
+});
+
+function capture(options: { level?: string; format?: 'json' | 'pretty' } = {}) {
+  const stream = new PassThrough();
+  let text = '';
+  stream.on('data', (d: Buffer) => (text += d.toString()));
+  configureLogging({ level: options.level ?? 'info', format: options.format ?? 'json', destination: stream });
+  return { text: () => text, json: () => text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+test('logger(role) lines are JSON with level, ISO time, role and the fields given', () => {
+  const out = capture();
+  logger('api').info({ taskId: 'fN1LmdbaSQGuKMzmvRJqcA', runId: 0 }, 'task claimed');
+  const [line] = out.json();
+  assert.equal(line.level, 30);
+  assert.equal(line.role, 'api');
+  assert.equal(line.taskId, 'fN1LmdbaSQGuKMzmvRJqcA');
+  assert.equal(line.msg, 'task claimed');
+  assert.match(String(line.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+});
+
+test('the level drops lines below it', () => {
+  const out = capture({ level: 'warn' });
+  const log = logger('relay');
+  log.info('not shown');
+  log.warn('shown');
+  assert.deepEqual(out.json().map((l) => l.msg), ['shown']);
+});
+
+test('pretty format: readable lines, not JSON', () => {
+  const out = capture({ format: 'pretty' });
+  logger('bridge').info({ taskGraphId: 'g' }, 'consuming');
+  assert.match(out.text(), /INFO.*consuming/);
+  assert.match(out.text(), /role: "bridge"/);
+  assert.throws(() => JSON.parse(out.text().split('\n')[0]));
+});
+
+test('lineLogger: a shell worker line about one run carries its taskId and runId', () => {
+  const out = capture();
+  const log = lineLogger(logger('shell-worker'));
+  log('fN1LmdbaSQGuKMzmvRJqcA/2: completed (exit code 0)');
+  log('claiming tasks of a/b as g/w, capacity 1');
+  const [run, other] = out.json();
+  assert.equal(run.taskId, 'fN1LmdbaSQGuKMzmvRJqcA');
+  assert.equal(run.runId, 2);
+  assert.equal(run.msg, 'fN1LmdbaSQGuKMzmvRJqcA/2: completed (exit code 0)');
+  assert.equal(other.taskId, undefined);
+});
+
+test("Temporal SDK entries: the workflow's runId becomes workflowRunId, a graph workflow's id gives taskGraphId", () => {
+  const out = capture();
+  temporalLogFunction(logger('scheduler-worker'))({
+    level: 'WARN',
+    message: 'Workflow task failed',
+    timestampNanos: 0n,
+    meta: { workflowId: 'task-graph/abc', runId: 'r-1', namespace: 'default' },
+  });
+  const [line] = out.json();
+  assert.equal(line.level, 40);
+  assert.equal(line.taskGraphId, 'abc');
+  assert.equal(line.workflowRunId, 'r-1');
+  assert.equal(line.runId, undefined);
+  assert.equal(line.namespace, 'default');
+});
+
+test('TGS_LOG_LEVEL, TGS_LOG_FORMAT and TGS_METRICS_PORT are read and checked', () => {
+  assert.equal(logLevelFromEnv({}), 'info');
+  assert.equal(logLevelFromEnv({ TGS_LOG_LEVEL: ' WARN ' }), 'warn');
+  assert.throws(() => logLevelFromEnv({ TGS_LOG_LEVEL: 'verbose' }), /TGS_LOG_LEVEL must be one of/);
+  assert.equal(logFormatFromEnv({}), undefined);
+  assert.equal(logFormatFromEnv({ TGS_LOG_FORMAT: 'pretty' }), 'pretty');
+  assert.throws(() => logFormatFromEnv({ TGS_LOG_FORMAT: 'xml' }), /TGS_LOG_FORMAT must be json or pretty/);
+  assert.equal(loadConfig({}).metricsPort, 0);
+  assert.equal(loadConfig({ TGS_METRICS_PORT: '9464' }).metricsPort, 9464);
+  assert.throws(() => loadConfig({ TGS_METRICS_PORT: 'x' }), /TGS_METRICS_PORT/);
+});
+
+test('lineLogger: fields a line names (the bridge names the graph) become JSON fields', () => {
+  const out = capture();
+  const log = lineLogger(logger('bridge'), 'warn');
+  log('bridge: signal to task-graph/d_598_aOSZutAokpkwWp-g failed (gone); retried with backoff', { taskGraphId: 'd_598_aOSZutAokpkwWp-g' });
+  const [line] = out.json();
+  assert.equal(line.taskGraphId, 'd_598_aOSZutAokpkwWp-g');
+  assert.equal(line.role, 'bridge');
+  assert.equal(line.level, 40);
+});

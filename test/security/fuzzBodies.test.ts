@@ -1,0 +1,123 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import slugid from 'slugid';
+import { apiEndpoints } from '../../src/api/app.js';
+import { compile } from '../../src/api/validate.js';
+import { startTestApi, type TestApi } from '../../support/api.js';
+import { fastTask } from '../../support/graphs.js';
+import { databaseCounts } from '../helpers/dbState.js';
+import { sampleOf } from '../helpers/schemaSample.js';
+import { assertAnswered, assertNoPrototypePollution, fuzzParameters, hostileKey, hostileString, hostileValue } from '../helpers/fuzz.js';
+
+/*
+ * Every other endpoint that takes a JSON body (claims, reports, artifacts, clients, graph actions), from the
+ * list the API serves: a valid body sampled from the endpoint's schema, then mutated (wrong types, hostile
+ * strings and keys, deep nesting, the whole body replaced), sent with root credentials to real resources.
+ * Never a 5xx; a refusal is Taskcluster's shape and writes nothing. createTask and createTaskGraph have
+ * their own fuzzers (fuzzTasks, fuzzGraphs).
+ */
+
+let t: TestApi;
+const values: Record<string, string> = {};
+before(async () => {
+  // no Temporal here: an action that would reach it fails fast instead of waiting for a server
+  t = await startTestApi({ claimWorkWaitMs: 100, temporalAddress: '127.0.0.1:1' });
+  const taskId = slugid.nice();
+  const ok = (res: { status: number; body: unknown }) => assert.ok(res.status < 400, JSON.stringify(res.body));
+  ok(await t.request('PUT', `/api/queue/v1/task/${taskId}`, { ...fastTask('bodies'), workerType: 'fuzz-bodies' }));
+  ok(await t.request('POST', '/api/queue/v1/claim-work/tgs-test/fuzz-bodies', { workerGroup: 'g', workerId: 'w', tasks: 1 }));
+  ok(await t.request('PUT', '/api/auth/v1/clients/fuzz%2Fbodies', { description: 'bodies', expires: new Date(Date.now() + 3600_000).toISOString(), scopes: [] }));
+  ok(await t.request('PUT', '/api/auth/v1/roles/fuzz%3Abodies', { description: 'bodies', scopes: ['queue:ping'] }));
+  Object.assign(values, {
+    taskId,
+    taskGroupId: taskId,
+    runId: '0',
+    name: 'private/fuzz/body.txt',
+    clientId: 'fuzz%2Fbodies',
+    provisionerId: 'tgs-test',
+    workerType: 'fuzz-bodies',
+    taskQueueId: 'tgs-test%2Ffuzz-bodies',
+    // the worker that claimed the task
+    workerGroup: 'g',
+    workerId: 'w',
+    roleId: 'fuzz%3Abodies',
+    taskGraphId: slugid.nice(),
+    taskIdOrLabel: 'build',
+  });
+});
+after(async () => {
+  await t?.close();
+});
+
+const OWN_FUZZERS = new Set(['queue.createTask', 'scheduler.createTaskGraph']);
+const withBodies = apiEndpoints.filter((e) => e.input && !e.rawBody && !OWN_FUZZERS.has(`${e.service}.${e.name}`));
+const routeParams = (route: string) => [...route.matchAll(/<([a-zA-Z]+)\*?>/g)].map((m) => m[1]);
+
+/** Valid bodies where the schema's smallest value is not one (a graph extension needs a task). */
+const VALID: Record<string, () => unknown> = {
+  'scheduler.extendTaskGraph': () => ({ tasks: { more: { task: fastTask('more') } } }),
+  // an uploadId is a v4 slugid
+  'queue.finishArtifact': () => ({ uploadId: slugid.v4() }),
+  // the claimed run (at least one item)
+  'queue.reportResolutions': () => ({ resolutions: [{ taskId: values.taskId, runId: 0, outcome: 'completed' }] }),
+};
+
+/** Replace the value of an existing key (the `index`-th, at the end of `path`), add a key, or replace the body. */
+type Mutation = { path: string[]; index: number; value: unknown } | { path: string[]; key: string; value: unknown } | { whole: unknown };
+
+const PATH = fc.array(fc.constantFrom('tasks', 'more', 'task', 'payload', 'metadata', '0'), { maxLength: 3 });
+const mutation: fc.Arbitrary<Mutation> = fc.oneof(
+  { arbitrary: fc.record({ path: PATH, index: fc.nat(), value: fc.oneof(hostileValue, hostileString) }), weight: 4 },
+  { arbitrary: fc.record({ path: PATH, key: hostileKey, value: hostileValue }), weight: 1 },
+  { arbitrary: fc.record({ whole: hostileValue }), weight: 1 },
+);
+
+function mutate(body: unknown, m: Mutation): unknown {
+  if ('whole' in m) return m.whole;
+  let parent = body as Record<string, unknown>;
+  for (const step of m.path) {
+    const next = parent?.[step];
+    if (next === null || typeof next !== 'object') break;
+    parent = next as Record<string, unknown>;
+  }
+  if (parent === null || typeof parent !== 'object') return body;
+  const keys = Object.keys(parent);
+  const key = 'key' in m ? m.key : keys.length > 0 ? keys[m.index % keys.length] : 'x';
+  Object.defineProperty(parent, key, { value: m.value, enumerable: true, writable: true, configurable: true });
+  return body;
+}
+
+test('every endpoint with a JSON body: mutated bodies never crash, refusals write nothing', async (ctx) => {
+  assert.ok(withBodies.length >= 6, withBodies.map((e) => e.name).join(', '));
+  const statuses = new Map<string, number>();
+  const endpoints = withBodies.map((e) => ({ service: e.service, name: e.name }));
+  await fc.assert(
+    fc.asyncProperty(fc.constantFrom(...endpoints), fc.array(mutation, { maxLength: 2 }), async ({ service, name }, mutations) => {
+      const e = withBodies.find((x) => x.service === service && x.name === name)!;
+      const valid = VALID[`${service}.${name}`]?.() ?? sampleOf(e.input!);
+      assert.ok(compile(e.input!)(structuredClone(valid)), `${service}.${name}: no valid body to mutate`);
+      const body = mutations.reduce(mutate, valid);
+      let path = e.route;
+      for (const p of routeParams(e.route)) {
+        assert.ok(p in values, `${service}.${name}: no value for route parameter <${p}>`);
+        path = path.replace(new RegExp(`<${p}\\*?>`), values[p]);
+      }
+      // the worker recorder writes what claims noted up to 2 s later (src/queue/workers.ts), the group announcer
+      // a resolved group's message 50 ms after the report (src/queue/groupAnnouncer.ts): flushed first, so the
+      // counts after a refusal show what that request wrote, noted sightings included
+      await t.api.deps.workers.flush();
+      await t.api.deps.groupAnnouncer.flush();
+      const before = await databaseCounts(t.db.pool);
+      const res = await t.request(e.method.toUpperCase(), `/api/${service}/v1${path}`, JSON.stringify(body) ?? 'null');
+      const what = `${service}.${name}`;
+      assertAnswered(res, what);
+      assertNoPrototypePollution(what);
+      if (res.status >= 400) await t.api.deps.workers.flush();
+      if (res.status >= 400) assert.deepEqual(await databaseCounts(t.db.pool), before, `${what}: a refused request wrote something`);
+      statuses.set(`${name} ${res.status}`, (statuses.get(`${name} ${res.status}`) ?? 0) + 1);
+    }),
+    fuzzParameters(400),
+  );
+  ctx.diagnostic(JSON.stringify(Object.fromEntries([...statuses].sort())));
+});
