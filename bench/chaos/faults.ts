@@ -28,6 +28,8 @@ export interface FaultTargets {
    * relay counts as ready once both copies hold a session (the active one LISTENs, the other polls the lock).
    */
   relaySessions: () => Promise<number>;
+  /** takes API `index` (0-based) out of the workers' rotation, or puts it back */
+  outOfRotation: (index: number, isOut: boolean) => void;
 }
 
 async function relaysReady(t: FaultTargets, restartedAt: number, timeoutMs: number): Promise<number | undefined> {
@@ -41,7 +43,8 @@ async function relaysReady(t: FaultTargets, restartedAt: number, timeoutMs: numb
 
 /**
  * Injects one fault and undoes it as a supervisor (or an operator) would: a SIGKILLed process is started
- * again after `downMs`; an API gets SIGTERM as in a rolling deploy and is started again once it exited;
+ * again after `downMs`; an API gets SIGTERM as in a rolling deploy (taken out of the workers' rotation at the same
+ * moment, as a Kubernetes Service does) and is started again once it exited, back in rotation once ready;
  * RabbitMQ's app is stopped for `downMs`; Postgres restarts in fast mode; the Temporal server is SIGKILLed
  * and started again after `downMs` on its history file.
  */
@@ -63,10 +66,15 @@ export async function injectFault(name: FaultName, t: FaultTargets): Promise<Fau
       record.ready = ready.then((ms) => void (record.readyAfterMs = ms));
     } else if (term) {
       const p = t.fleet.get(`api-${term[1]}`);
+      const index = Number(term[1]) - 1;
+      t.outOfRotation(index, true);
       record.graceful = await p.stop('SIGTERM');
       p.start();
       record.restartedAt = Date.now();
-      record.ready = p.waitReady(180_000).then((ms) => void (record.readyAfterMs = ms));
+      record.ready = p.waitReady(180_000).then((ms) => {
+        record.readyAfterMs = ms;
+        t.outOfRotation(index, false);
+      });
     } else if (name === 'restart-rabbitmq') {
       await restartRabbitmq(t.services, t.downMs);
     } else if (name === 'restart-postgres') {

@@ -159,7 +159,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     log(`warm: ${workers.reported} reports`);
     const relaySessions = async () =>
       Number((await pool.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND (query LIKE 'SELECT pg_try_advisory_lock%' OR query LIKE 'LISTEN tgs_outbox%')`)).rows[0].n);
-    const targets = { fleet, temporal, services, downMs: options.downMs, relaySessions };
+    const targets = { fleet, temporal, services, downMs: options.downMs, relaySessions, outOfRotation: (index: number, isOut: boolean) => workers?.outOfRotation(index, isOut) };
     const groups: FaultName[][] = [...options.faults.map((f) => [f]), ...options.combined];
     // process type → readiness of its copies restarted last: a fault strikes a process type only once
     // both its copies serve again (the other types' restarts may still be under way)

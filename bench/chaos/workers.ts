@@ -32,7 +32,8 @@ interface ClaimedTask {
 
 function classify(err: unknown): RequestError['kind'] | undefined {
   if (!(err instanceof TgsApiError)) return 'cut';
-  if (err.status === 0) return /ECONNREFUSED/.test(err.message) ? 'refused' : 'cut';
+  // `connect ECONNRESET`: reset before the connection was up, so nothing was sent
+  if (err.status === 0) return /ECONNREFUSED|connect ECONNRESET/.test(err.message) ? 'refused' : 'cut';
   if (err.status >= 500) return '5xx';
   return undefined;
 }
@@ -57,11 +58,14 @@ export function startWorkers(options: { rootUrls: string[]; credentials: TgsCred
   let stopped = false;
   let reported = 0;
   let lastReportAt = 0;
-  // an API that refused a connection is tried second for a second, as a load balancer's health check would
+  // an API that refused a connection (or said it is stopping) is tried second for a second, as a load balancer's
+  // health check would
   const downUntil = options.rootUrls.map(() => 0);
+  // an API being stopped: taken out of rotation as its SIGTERM is sent (see outOfRotation below)
+  const out = new Set<number>();
   const pick = (preferred: number) => {
     const i = preferred % apis.length;
-    return downUntil[i] > Date.now() ? (i + 1) % apis.length : i;
+    return downUntil[i] > Date.now() || out.has(i) ? (i + 1) % apis.length : i;
   };
 
   const call = async <T>(what: string, apiIndex: number, fn: (api: ApiClient) => Promise<T>): Promise<T> => {
@@ -69,7 +73,10 @@ export function startWorkers(options: { rootUrls: string[]; credentials: TgsCred
       return await fn(apis[apiIndex]);
     } catch (err) {
       const kind = classify(err);
-      if (kind === 'refused') downUntil[apiIndex] = Date.now() + 1000;
+      // refused, or told by a stopping API to go elsewhere (503 ServiceUnavailable): a load balancer's
+      // health check takes it out of rotation for a while
+      const stopping = err instanceof TgsApiError && err.status === 503 && err.code === 'ServiceUnavailable';
+      if (kind === 'refused' || stopping) downUntil[apiIndex] = Date.now() + 1000;
       if (kind && !stopped) errors.push({ api: apiIndex + 1, at: Date.now(), kind, what, message: (err as Error).message.slice(0, 200) });
       throw err;
     }
@@ -143,6 +150,17 @@ export function startWorkers(options: { rootUrls: string[]; credentials: TgsCred
     },
     get lastReportAt() {
       return lastReportAt;
+    },
+    /**
+     * Takes API `index` (0-based) out of rotation or puts it back, as Kubernetes removes a terminating pod
+     * from its Service's endpoints while it sends the SIGTERM: requests already sent, or picked before, still
+     * reach it. Without this a worker keeps opening connections to a stopping API, and one that lands in the
+     * kernel's accept queue in the instant the API closes its listening socket is reset (TCP cannot close a
+     * listener without resetting its queue; Go's http.Server.Shutdown has the same window).
+     */
+    outOfRotation(index: number, isOut: boolean) {
+      if (isOut) out.add(index);
+      else out.delete(index);
     },
     async stop() {
       stopped = true;

@@ -2,10 +2,12 @@ import net from 'node:net';
 import type http from 'node:http';
 
 /**
- * How long a keep-alive connection that is idle when a stop begins stays open for its client's next request
- * (answered, with `Connection: close`). A busy client (a worker long-polling claimWork) sends one within
- * milliseconds, so almost every such connection ends with an answer instead of being closed under a request
- * that is already on its way; what is left after this is a client with nothing to send.
+ * How long a connection stays open for its client's next request while it is idle during a stop: counted from
+ * the stop's start for a connection idle then, else from its last answer, or from its accept for one that has
+ * not sent a request yet (a connection just accepted has its request on the way: closing it would reset it).
+ * A busy client (a worker long-polling claimWork) sends one within milliseconds, so almost every such
+ * connection ends with an answer instead of being closed under a request that is already on its way; what is
+ * left after this is a client with nothing to send.
  */
 export const IDLE_GRACE_MS = 1000;
 /**
@@ -40,8 +42,8 @@ export interface GracefulStopper {
  * closed by the answer to its request, or while the server saw no request on it. Install before listen().
  */
 export function gracefulStopper(server: http.Server): GracefulStopper {
-  /** every open connection, with its requests in flight */
-  const sockets = new Map<net.Socket, number>();
+  /** every open connection: its requests in flight, and since when it has had none */
+  const sockets = new Map<net.Socket, { inFlight: number; idleSince: number }>();
   const unanswered = new Set<http.ServerResponse>();
   /** connections accepted after the stop began: their requests are refused, not served */
   const late = new WeakSet<net.Socket>();
@@ -49,7 +51,7 @@ export function gracefulStopper(server: http.Server): GracefulStopper {
   let lastArrival = 0;
 
   server.on('connection', (socket: net.Socket) => {
-    sockets.set(socket, 0);
+    sockets.set(socket, { inFlight: 0, idleSince: Date.now() });
     socket.once('close', () => sockets.delete(socket));
     if (stopping) {
       late.add(socket);
@@ -58,7 +60,8 @@ export function gracefulStopper(server: http.Server): GracefulStopper {
   });
   server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const socket = req.socket;
-    sockets.set(socket, (sockets.get(socket) ?? 0) + 1);
+    const state = sockets.get(socket);
+    if (state) state.inFlight++;
     unanswered.add(res);
     // node ends the connection after an answer that says so, and the client does not reuse it
     if (stopping) res.setHeader('connection', 'close');
@@ -67,7 +70,7 @@ export function gracefulStopper(server: http.Server): GracefulStopper {
       if (done) return;
       done = true;
       unanswered.delete(res);
-      if (sockets.has(socket)) sockets.set(socket, (sockets.get(socket) ?? 1) - 1);
+      if (state && --state.inFlight === 0) state.idleSince = Date.now();
     };
     res.once('finish', finished);
     res.once('close', finished);
@@ -115,10 +118,13 @@ export function gracefulStopper(server: http.Server): GracefulStopper {
         await new Promise((resolve) => setTimeout(resolve, CHECK_EVERY_MS));
         if (elapsed < IDLE_GRACE_MS) continue;
         // In the check phase, right after the poll phase read every socket: a request that arrived by
-        // then has been parsed and counted, so a socket seen idle here has no request on its way in.
+        // then has been parsed and counted, so a socket idle here for IDLE_GRACE_MS has none on its way in.
         await new Promise<void>((resolve) =>
           setImmediate(() => {
-            for (const [socket, inFlight] of sockets) if (inFlight === 0 && !socket.writableEnded) socket.destroy();
+            const now = Date.now();
+            for (const [socket, { inFlight, idleSince }] of sockets) {
+              if (inFlight === 0 && now - Math.max(idleSince, started) >= IDLE_GRACE_MS && !socket.writableEnded) socket.destroy();
+            }
             resolve();
           }),
         );

@@ -33,7 +33,8 @@ const taskDefinition = (workerType: string) => ({
 function outcome(err: unknown): 'refused' | 'cut' | undefined {
   if (!(err instanceof TgsApiError)) return 'cut';
   if (err.status !== 0) return undefined;
-  return /ECONNREFUSED/.test(err.message) ? 'refused' : 'cut';
+  // `connect ECONNRESET`: reset before the connection was up, so nothing was sent
+  return /ECONNREFUSED|connect ECONNRESET/.test(err.message) ? 'refused' : 'cut';
 }
 
 interface Claimed {
