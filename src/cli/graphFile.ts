@@ -37,10 +37,11 @@ export function withTaskDefaults(
   tasks: Record<string, TaskGraphNode>,
   defaults: { now: number; owner: string; source: string; description?: string },
 ): Record<string, TaskGraphNode> {
-  const out: Record<string, TaskGraphNode> = {};
+  // entries, not assignments: a label may be "__proto__"
+  const out: [string, TaskGraphNode][] = [];
   for (const [label, node] of Object.entries(resolveFromNow(tasks, defaults.now) as Record<string, TaskGraphNode>)) {
     if (node === null || typeof node !== 'object' || node.task === null || typeof node.task !== 'object' || Array.isArray(node.task)) {
-      out[label] = node; // the server names the label and what is wrong with it
+      out.push([label, node]); // the server names the label and what is wrong with it
       continue;
     }
     const task = { ...node.task };
@@ -54,9 +55,9 @@ export function withTaskDefaults(
       source: defaults.source,
       ...metadata,
     };
-    out[label] = { ...node, task };
+    out.push([label, { ...node, task }]);
   }
-  return out;
+  return Object.fromEntries(out);
 }
 
 /** Reads a graph (or extension) file: JSON, or YAML for .yml/.yaml (and anything that is not JSON). */

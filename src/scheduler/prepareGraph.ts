@@ -42,9 +42,8 @@ function substitute(value: unknown, taskIdOf: (label: string) => string | undefi
     }
     return taskId;
   }
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(record)) out[k] = substitute(v, taskIdOf, errors);
-  return out;
+  // fromEntries defines own properties: assigning would turn a payload's own "__proto__" key into a prototype
+  return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, substitute(v, taskIdOf, errors)]));
 }
 
 /** Labels on a cycle among the given nodes (Kahn's algorithm: what never reaches in-degree 0). */

@@ -183,5 +183,6 @@ test('createTaskGraph: generated and broken graphs never crash, refusals store n
     fuzzParameters(700),
   );
   ctx.diagnostic(`${outcome.accepted} accepted, ${outcome.refused} refused`);
-  assert.ok(outcome.accepted > 50 && outcome.refused > 50, JSON.stringify(outcome));
+  // the mix only holds for a whole run, not for the replay of one counterexample's path
+  if (!process.env.TGS_TEST_FUZZ_PATH) assert.ok(outcome.accepted > 50 && outcome.refused > 50, JSON.stringify(outcome));
 });

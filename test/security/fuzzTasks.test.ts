@@ -148,5 +148,6 @@ test('createTask: generated and mutated definitions never crash, refusals write 
   );
   ctx.diagnostic(`${outcomes.accepted} accepted, ${outcomes.refused} refused`);
   // the generators must reach both sides, or the property says little about one of them
-  assert.ok(outcomes.accepted > 100 && outcomes.refused > 100, JSON.stringify(outcomes));
+  // the mix only holds for a whole run, not for the replay of one counterexample's path
+  if (!process.env.TGS_TEST_FUZZ_PATH) assert.ok(outcomes.accepted > 100 && outcomes.refused > 100, JSON.stringify(outcomes));
 });
