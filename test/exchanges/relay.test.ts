@@ -2,12 +2,20 @@ import { test, before, after, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import amqp from 'amqplib';
+import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { enqueueMessages } from '../../src/exchanges/outbox.js';
+import { enqueueMessages, type OutboxMessage } from '../../src/exchanges/outbox.js';
 import { startRelay } from '../../src/exchanges/relay.js';
 import { queueExchangeName } from '../../src/exchanges/exchanges.js';
+import { connectBus, memoryBusUrl } from '../../src/exchanges/bus.js';
+import { createPool, withTransaction } from '../../src/db/pool.js';
+import { pgliteUrl } from '../../src/db/pglite.js';
+import { migrate } from '../../src/db/migrate.js';
 import { eventually } from '../../support/stack.js';
 
 let db: TestDatabase;
@@ -160,4 +168,140 @@ test('a relay whose lock session is killed stops publishing, the standby takes o
   await b.stop();
   await eventually(async () => a.stats.active, 'the first relay becomes active again', 10_000);
   await a.stop();
+});
+
+/** The messages in the test's durable queue: messageId → how many times it arrived. */
+async function drainCounts(queue: string): Promise<Map<string, number>> {
+  const seen = new Map<string, number>();
+  const conn = await amqp.connect(config.amqpUrl);
+  const ch = await conn.createChannel();
+  for (;;) {
+    const m = await ch.get(queue, { noAck: true });
+    if (!m) break;
+    const id = m.properties.messageId as string;
+    seen.set(id, (seen.get(id) ?? 0) + 1);
+  }
+  await ch.deleteQueue(queue);
+  await conn.close();
+  return seen;
+}
+
+const outboxCount = async () => Number((await db.pool.query('SELECT count(*) AS n FROM outbox')).rows[0].n);
+
+/** A transaction on its own connection that writes outbox rows and stays open until the test ends it. */
+async function openTransaction(t: TestContext) {
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  t.after(() => client.end().catch(() => undefined));
+  await client.query('BEGIN');
+  return client;
+}
+
+test('a row whose transaction commits after later rows were read and published is published when it commits', async (t) => {
+  const { name, exchange } = await durableQueue('#');
+  const message = (id: string): OutboxMessage => ({ exchange, routingKey: `${id}.0._._.p.w.s.g._`, payload: {}, messageId: id });
+  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined }));
+  await eventually(async () => relay.stats.active, 'relay active');
+  const late = await openTransaction(t);
+  await enqueueMessages(late, [message('late-0'), message('late-1')]);
+  for (let i = 0; i < 3; i++) await enqueueMessages(db.pool, [message(`after-${i}`)]);
+  // (The open transaction's rows are invisible to this count.)
+  await eventually(async () => relay.stats.published >= 3 && (await outboxCount()) === 0, 'the later rows published');
+  assert.ok(relay.stats.gaps >= 1, 'the cursor passed the ids of the open transaction: a gap');
+  // Long enough for the gap to be armed and checked several times: the open transaction holds xmin below it.
+  await new Promise((r) => setTimeout(r, 3000));
+  assert.ok(relay.stats.gaps >= 1, 'the gap stays while its transaction runs');
+  await late.query('COMMIT');
+  await enqueueMessages(db.pool, [message('after-3')]);
+  await eventually(async () => (await outboxCount()) === 0, 'the late rows published', 15_000);
+  await eventually(async () => relay.stats.gaps === 0, 'no gap left', 30_000);
+  await relay.stop();
+  const seen = await drainCounts(name);
+  for (const id of ['late-0', 'late-1', 'after-0', 'after-1', 'after-2', 'after-3']) assert.equal(seen.get(id), 1, `${id} published once`);
+});
+
+test('the ids of a rolled-back transaction are dropped from the gaps once it has certainly ended', async (t) => {
+  const { name, exchange } = await durableQueue('#');
+  const message = (id: string): OutboxMessage => ({ exchange, routingKey: `${id}.0._._.p.w.s.g._`, payload: {}, messageId: id });
+  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined }));
+  await eventually(async () => relay.stats.active, 'relay active');
+  const doomed = await openTransaction(t);
+  await enqueueMessages(doomed, [message('rolled-back')]);
+  await enqueueMessages(db.pool, [message('kept-0')]);
+  await eventually(async () => relay.stats.published >= 1 && relay.stats.gaps >= 1, 'the later row published, a gap below it');
+  await doomed.query('ROLLBACK');
+  // The gap goes after GAP_ARM_MS and a snapshot whose xmin passed the horizon: a few reads (one a second).
+  await eventually(async () => relay.stats.gaps === 0, 'the gap dropped', 30_000);
+  await enqueueMessages(db.pool, [message('kept-1')]);
+  await eventually(async () => (await outboxCount()) === 0, 'later rows still published');
+  await relay.stop();
+  const seen = await drainCounts(name);
+  assert.equal(seen.get('kept-0'), 1);
+  assert.equal(seen.get('kept-1'), 1);
+  assert.equal(seen.has('rolled-back'), false);
+});
+
+test('with an outbox sequence that caches ids the relay says so and reads the whole outbox every time, losing nothing', async (t) => {
+  const { name, exchange } = await durableQueue('#');
+  const message = (id: string): OutboxMessage => ({ exchange, routingKey: `${id}.0._._.p.w.s.g._`, payload: {}, messageId: id });
+  await db.pool.query('ALTER SEQUENCE outbox_id_seq CACHE 20');
+  t.after(() => db.pool.query('ALTER SEQUENCE outbox_id_seq CACHE 1'));
+  const lines: string[] = [];
+  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: (line) => lines.push(line) }));
+  await eventually(async () => lines.some((l) => l.includes('has CACHE 20')), 'the relay reports the cache');
+  // Two sessions, two blocks of 20 ids: the first session's next id is below the second one's.
+  const a = await openTransaction(t);
+  await a.query('COMMIT');
+  const b = await openTransaction(t);
+  await b.query('COMMIT');
+  await enqueueMessages(a, [message('a-0')]);
+  await enqueueMessages(b, [message('b-0')]);
+  await eventually(async () => relay.stats.published === 2, 'the first two published');
+  // Long enough for a cursor to have dropped the ids between them (nothing was running).
+  await new Promise((r) => setTimeout(r, 2500));
+  await enqueueMessages(a, [message('a-1')]);
+  await eventually(async () => relay.stats.published === 3 && (await outboxCount()) === 0, 'the lower id published too');
+  await relay.stop();
+  const seen = await drainCounts(name);
+  assert.deepEqual([...seen.keys()].sort(), ['a-0', 'a-1', 'b-0']);
+});
+
+test('on the embedded PGlite database and the in-process bus, the relay reads from its cursor and drops a rolled-back gap', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tgs-relay-pglite-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const databaseUrl = pgliteUrl(path.join(dir, 'pglite'));
+  const pool = createPool(databaseUrl);
+  t.after(() => pool.end());
+  await migrate(pool);
+  const busUrl = memoryBusUrl(`relay-test-${randomBytes(4).toString('hex')}`);
+  const embedded = loadConfig({}, { databaseUrl, amqpUrl: busUrl, exchangePrefix: config.exchangePrefix });
+  const exchange = queueExchangeName(embedded.exchangePrefix, 'task-completed');
+  const bus = await connectBus(busUrl);
+  t.after(() => bus.close());
+  const ch = await bus.createChannel();
+  await ch.assertExchange(exchange, 'topic', { durable: true });
+  await ch.assertQueue('relay-test');
+  await ch.bindQueue('relay-test', exchange, '#');
+  const got: string[] = [];
+  await ch.consume('relay-test', (m) => {
+    if (m) got.push(m.properties.messageId as string);
+  }, { noAck: true });
+  const message = (id: string): OutboxMessage => ({ exchange, routingKey: `${id}.0._._.p.w.s.g._`, payload: {}, messageId: id });
+
+  const relay = stopAfter(t, await startRelay({ config: embedded, pool, log: () => undefined }));
+  await enqueueMessages(pool, [message('p-0'), message('p-1')]);
+  await eventually(async () => got.length === 2, 'published');
+  // PGlite runs one transaction at a time, so a gap there is a rollback's.
+  await assert.rejects(
+    withTransaction(pool, async (client) => {
+      await enqueueMessages(client, [message('p-rolled-back')]);
+      throw new Error('roll back');
+    }),
+    /roll back/,
+  );
+  await enqueueMessages(pool, [message('p-2')]);
+  await eventually(async () => got.length === 3 && relay.stats.gaps === 1, 'the next row published, the rolled-back id a gap');
+  await eventually(async () => relay.stats.gaps === 0, 'the gap dropped', 15_000);
+  await relay.stop();
+  assert.deepEqual(got, ['p-0', 'p-1', 'p-2']);
 });
