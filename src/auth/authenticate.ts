@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import hawk from 'hawk';
 import { TgsError } from '../errors.js';
 import { ISSUER_CLIENT_ID } from './clients.js';
+import { CertificateCache, type VerifiedCertificate } from './certificateCache.js';
 import { NonceCache } from './nonceCache.js';
 import { scopeSatisfied } from './scopes.js';
 import { certificateSignature, temporaryAccessToken, type Certificate } from './temporaryCredentials.js';
@@ -54,7 +55,8 @@ const MAX_CERTIFICATE_LIFETIME_MS = 31 * 24 * 60 * 60 * 1000;
 
 const authFailed = (message: string) => new TgsError('AuthenticationFailed', message);
 
-interface ExtContent {
+/** The Hawk `ext`, decoded. */
+export interface ExtContent {
   certificate?: Certificate | string;
   authorizedScopes?: unknown;
 }
@@ -94,38 +96,71 @@ function parseCertificate(raw: Certificate | string): Certificate {
   return c as Certificate;
 }
 
+interface Resolved {
+  key: string;
+  scopes: string[];
+  /** For a certificate: what it was verified against, to be cached once the request's MAC checks out. */
+  verified?: Omit<VerifiedCertificate, 'ext'>;
+}
+
+function usable(client: ClientRecord | undefined, what: string, now: number): ClientRecord {
+  if (!client) throw authFailed(`${what} is not a known client`);
+  if (client.expires instanceof Date && client.expires.getTime() < now) throw authFailed(`${what} has expired`);
+  if (client.disabled) throw authFailed(`${what} is disabled`);
+  return client;
+}
+
+function checkValidityPeriod(start: number, expiry: number, now: number): void {
+  if (start > now + CERTIFICATE_DRIFT_MS) throw authFailed('ext.certificate.start is in the future');
+  if (expiry < now - CERTIFICATE_DRIFT_MS) throw authFailed('ext.certificate has expired');
+}
+
 /** Resolves the key a request was signed with and the scopes it carries (before authorizedScopes). */
-async function resolveCredentials(store: ClientStore, id: string, ext: ExtContent): Promise<{ key: string; scopes: string[] }> {
+async function resolveCredentials(store: ClientStore, id: string, ext: ExtContent): Promise<Resolved> {
   const now = Date.now();
-  const usable = (client: ClientRecord | undefined, what: string): ClientRecord => {
-    if (!client) throw authFailed(`${what} is not a known client`);
-    if (client.expires instanceof Date && client.expires.getTime() < now) throw authFailed(`${what} has expired`);
-    if (client.disabled) throw authFailed(`${what} is disabled`);
-    return client;
-  };
   if (!ext.certificate) {
     // The issuer's token signs temporary credentials and artifact URLs; a leak of one request signed with it
     // would be a leak of everything, so it is never used to sign requests (only certificates).
     if (id === ISSUER_CLIENT_ID) throw authFailed(`${ISSUER_CLIENT_ID} only issues credentials: it cannot authenticate requests itself`);
-    const client = usable(await store.get(id), `clientId ${id}`);
+    const client = usable(await store.get(id), `clientId ${id}`, now);
     return { key: client.accessToken, scopes: client.scopes };
   }
   const cert = parseCertificate(ext.certificate);
   if (cert.issuer !== undefined && cert.issuer === id) throw authFailed('a certificate issuer must differ from its clientId');
   const issuerId = cert.issuer ?? id;
-  const issuer = usable(await store.get(issuerId), `certificate issuer ${issuerId}`);
+  const issuer = usable(await store.get(issuerId), `certificate issuer ${issuerId}`, now);
   if (!sameSecret(certificateSignature(issuer.accessToken, cert, id), cert.signature)) {
     throw authFailed('ext.certificate has an invalid signature');
   }
-  if (cert.start > now + CERTIFICATE_DRIFT_MS) throw authFailed('ext.certificate.start is in the future');
-  if (cert.expiry < now - CERTIFICATE_DRIFT_MS) throw authFailed('ext.certificate has expired');
+  checkValidityPeriod(cert.start, cert.expiry, now);
   if (cert.expiry - cert.start > MAX_CERTIFICATE_LIFETIME_MS) throw authFailed('ext.certificate lives longer than 31 days');
   const missing = cert.scopes.filter((s) => !scopeSatisfied(issuer.scopes, s));
   if (missing.length > 0) throw authFailed(`certificate issuer ${issuerId} lacks scopes it granted: ${missing.join(', ')}`);
   if (cert.issuer !== undefined && !scopeSatisfied(issuer.scopes, `auth:create-client:${id}`)) {
     throw authFailed(`certificate issuer ${issuerId} lacks auth:create-client:${id}`);
   }
-  return { key: temporaryAccessToken(issuer.accessToken, cert.seed), scopes: cert.scopes };
+  const key = temporaryAccessToken(issuer.accessToken, cert.seed);
+  return {
+    key,
+    scopes: cert.scopes,
+    verified: { issuerId, start: cert.start, expiry: cert.expiry, key, scopes: cert.scopes, issuerAccessToken: issuer.accessToken, issuerScopes: issuer.scopes },
+  };
+}
+
+const sameList = (a: readonly string[], b: readonly string[]) => a === b || (a.length === b.length && a.every((s, i) => s === b[i]));
+
+/**
+ * A cached certificate: the issuer's state and the clock are checked as on a miss; undefined when the issuer
+ * record is no longer the one the entry was verified against (another token or other expanded scopes), so the
+ * certificate is verified afresh against the current one.
+ */
+async function resolveVerified(store: ClientStore, entry: VerifiedCertificate): Promise<Resolved | undefined> {
+  const now = Date.now();
+  const issuer = usable(await store.get(entry.issuerId), `certificate issuer ${entry.issuerId}`, now);
+  // Both tokens are the server's own (neither comes from the request), so a plain comparison leaks nothing.
+  if (issuer.accessToken !== entry.issuerAccessToken || !sameList(issuer.scopes, entry.issuerScopes)) return undefined;
+  checkValidityPeriod(entry.start, entry.expiry, now);
+  return { key: entry.key, scopes: entry.scopes };
 }
 
 function applyAuthorizedScopes(scopes: string[], ext: ExtContent): string[] {
@@ -186,25 +221,39 @@ export interface AuthenticatorOptions {
    * the `anonymous` role grants.
    */
   expand?: (scopes: string[]) => Promise<string[]>;
+  /** Certificates that verified (one per authenticator unless given). */
+  certificates?: CertificateCache;
 }
 
 export function createAuthenticator(store: ClientStore, options: AuthenticatorOptions) {
   const nonces = options.nonces ?? new NonceCache(TIMESTAMP_SKEW_SECONDS);
   const expand = options.expand ?? (async (scopes: string[]) => scopes);
+  const certificates = options.certificates ?? new CertificateCache();
+  const resolve = async (id: string, rawExt: string | undefined): Promise<{ ext: ExtContent; resolved: Resolved }> => {
+    const entry = rawExt ? certificates.get(id, rawExt) : undefined;
+    if (entry) {
+      const resolved = await resolveVerified(store, entry);
+      if (resolved) return { ext: entry.ext, resolved };
+      certificates.delete(id, rawExt as string);
+    }
+    const ext = parseExt(rawExt);
+    return { ext, resolved: await resolveCredentials(store, id, ext) };
+  };
   return async function authenticate(req: RequestForAuth): Promise<Authenticated> {
     const bewit = bewitOf(req.url);
     if (!req.authorization && !bewit) return { auth: { clientId: undefined, scopes: await expand([]) }, verifyPayload: () => undefined };
     let id: string | undefined;
+    let rawExt: string | undefined;
     let ext: ExtContent;
-    let resolved: { key: string; scopes: string[] };
+    let resolved: Resolved;
     let verifyPayload: Authenticated['verifyPayload'] = () => undefined;
     try {
       if (req.authorization) {
         const attributes = hawk.utils.parseAuthorizationHeader(req.authorization);
         id = attributes.id;
         if (!id) throw authFailed('the Hawk header has no id');
-        ext = parseExt(attributes.ext);
-        resolved = await resolveCredentials(store, id, ext);
+        rawExt = attributes.ext;
+        ({ ext, resolved } = await resolve(id, rawExt));
         const credentialsFunc = () => ({ id: id as string, key: resolved.key, algorithm: 'sha256' as const });
         const { credentials, artifacts } = await tryHosts(signedHosts(options.rootUrl(), req.host), ([host, port]) =>
           hawk.server.authenticate({ ...req, host, port }, credentialsFunc, {
@@ -225,8 +274,8 @@ export function createAuthenticator(store: ClientStore, options: AuthenticatorOp
         const [bewitId, , , bewitExt] = Buffer.from(bewit as string, 'base64url').toString('utf8').split('\\');
         id = bewitId;
         if (!id) throw authFailed('the bewit has no id');
-        ext = parseExt(bewitExt);
-        resolved = await resolveCredentials(store, id, ext);
+        rawExt = bewitExt;
+        ({ ext, resolved } = await resolve(id, rawExt));
         await tryHosts(signedHosts(options.rootUrl(), req.host), ([host, port]) =>
           hawk.server.authenticateBewit({ ...req, host, port }, () => ({ id: id as string, key: resolved.key, algorithm: 'sha256' }), {
             timestampSkewSec: TIMESTAMP_SKEW_SECONDS,
@@ -238,7 +287,10 @@ export function createAuthenticator(store: ClientStore, options: AuthenticatorOp
       const message = (err as Error).message || 'authentication failed';
       throw authFailed(`Hawk authentication failed: ${message}. Check the clientId, accessToken and the clock.`);
     }
-    return { auth: { clientId: id, scopes: await expand(applyAuthorizedScopes(await expand(resolved.scopes), ext)) }, verifyPayload };
+    const scopes = await expand(applyAuthorizedScopes(await expand(resolved.scopes), ext));
+    // Only a certificate whose request also passed Hawk's MAC check is kept: a holder of its access token.
+    if (resolved.verified && rawExt) certificates.set(id, rawExt, { ext, ...resolved.verified });
+    return { auth: { clientId: id, scopes }, verifyPayload };
   };
 }
 
