@@ -54,10 +54,16 @@ test('terminating every Postgres connection of a busy API fails requests in flig
   await new Promise((r) => setTimeout(r, 500));
   for (let i = 0; i < 5; i++) {
     assert.equal(api.child.exitCode, null, `tgs api exited:\n${api.output()}`);
-    const { rows } = await db.pool.query<{ n: number }>(
-      `SELECT count(*) AS n FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()) t`,
-    );
-    assert.ok(rows[0].n > 0, 'the API had connections to end');
+    // the API reconnects on its next query (its LISTEN sessions after a backoff): wait until it has, up to 10 s
+    let ended = 0;
+    for (const deadline = Date.now() + 10_000; ended === 0 && Date.now() < deadline; ) {
+      const { rows } = await db.pool.query<{ n: number }>(
+        `SELECT count(*) AS n FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()) t`,
+      );
+      ended = Number(rows[0].n);
+      if (ended === 0) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(ended > 0, `the API had no connection to end for 10 s (termination ${i + 1} of 5)`);
     await new Promise((r) => setTimeout(r, 150));
   }
   await new Promise((r) => setTimeout(r, 500));
