@@ -77,6 +77,13 @@ export interface Endpoint<Body = any> {
    */
   rawBody?: boolean;
   /**
+   * Read the JSON body as a stream of members instead of parsing it whole (src/api/jsonObjectStream.ts):
+   * `ctx.body` is an async iterable of them, with the members of each key in `expand` yielded one by one
+   * (createTaskGraph's `tasks`). `bodyLimit` and a Hawk payload hash are enforced as it is read; `input` is
+   * then only documentation, the handler validates.
+   */
+  streamJson?: { expand: string[]; maxMemberBytes: number };
+  /**
    * Checks that need only the URL, run before a byte of the body is read (a signed upload URL's signature and
    * expiry). Throw a TgsError to refuse.
    */

@@ -18,6 +18,8 @@ import { compile, describeErrors, unstorableString, validateInput } from './vali
 import { openApiDocument } from './openapi.js';
 import { DEFAULT_BODY_LIMIT, NO_INPUT_BODY_LIMIT, SERVER_BODY_LIMIT } from './bodyLimits.js';
 import { concurrencyLimits, RETRY_AFTER_SECONDS } from './concurrency.js';
+import { objectMembers } from './jsonObjectStream.js';
+import { bodyTooLarge, StreamedBody } from './streamedBody.js';
 
 /** What the onRequest hook established before the body was read. */
 interface Admitted {
@@ -191,6 +193,11 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
     const outputValidator = endpoint.output && options.validateOutput ? compile(endpoint.output) : undefined;
     const limit = endpoint.concurrency ? limits[endpoint.concurrency] : undefined;
 
+    const bodyLimit =
+      typeof endpoint.bodyLimit === 'function'
+        ? endpoint.bodyLimit(deps.config)
+        : (endpoint.bodyLimit ?? (endpoint.input ? DEFAULT_BODY_LIMIT : NO_INPUT_BODY_LIMIT));
+
     /** Everything that needs no body: parameters, query, Hawk header or bewit, scopes, limits. */
     const admit = (route: string) => {
       const wildcard = wildcardParam(route);
@@ -254,6 +261,7 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
     };
 
     const handle = async (request: FastifyRequest, reply: FastifyReply) => {
+      let streamed: StreamedBody | undefined;
       try {
         const { params, query, authenticated } = request.admitted as Admitted;
         let authorized = endpoint.scopes === undefined || (request.admitted as Admitted).authorized;
@@ -261,6 +269,13 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
         if (endpoint.rawBody) {
           // A stream, left to the handler. Its bytes are authorized by the handler (a signed URL), not by a
           // Hawk payload hash.
+        } else if (endpoint.streamJson) {
+          const type = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+          if (request.body !== undefined && type !== 'application/json') throw new TgsError('InputError', 'Send the body as application/json');
+          const declared = Number(request.headers['content-length']);
+          if (declared > bodyLimit) throw bodyTooLarge(bodyLimit);
+          streamed = new StreamedBody(request.body as Readable | undefined, bodyLimit, authenticated.payloadHasher());
+          body = objectMembers(streamed.chunks(), { expand: endpoint.streamJson.expand, maxValueBytes: endpoint.streamJson.maxMemberBytes });
         } else {
           authenticated.verifyPayload(request.rawBody);
           // Checked: a 100,000-task graph's body text (35 MB) need not live as long as the request does.
@@ -303,14 +318,19 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
         }
         return reply.status(200).header('content-type', 'application/json').send(result ?? {});
       } catch (err) {
+        // A streamed body refused part-way: read what the client is still sending, so it gets the answer (or
+        // 401, when that body does not match its payload hash after all).
+        if (streamed && !(err instanceof TgsError && err.details?.bodyLimit !== undefined)) {
+          try {
+            await streamed.settle();
+          } catch (mismatch) {
+            return sendError(reply, request, mismatch, endpoint);
+          }
+        }
         return sendError(reply, request, err, endpoint);
       }
     };
 
-    const bodyLimit =
-      typeof endpoint.bodyLimit === 'function'
-        ? endpoint.bodyLimit(deps.config)
-        : (endpoint.bodyLimit ?? (endpoint.input ? DEFAULT_BODY_LIMIT : NO_INPUT_BODY_LIMIT));
     for (const route of [endpoint.route, ...(endpoint.aliases ?? [])]) {
       routes.push({
         endpoint,
@@ -324,13 +344,13 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
       });
     }
   }
-  for (const { endpoint, route } of routes) if (!endpoint.rawBody) app.route(route);
-  // Raw-body endpoints (artifact uploads) get the request stream itself, whatever the content type: their own
+  for (const { endpoint, route } of routes) if (!endpoint.rawBody && !endpoint.streamJson) app.route(route);
+  // Raw-body and streamed-JSON endpoints (artifact uploads, graph submits) get the request stream itself, whatever the content type: their own
   // context has a single parser that reads nothing.
   void app.register(async (raw) => {
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
-    for (const { endpoint, route } of routes) if (endpoint.rawBody) raw.route(route);
+    for (const { endpoint, route } of routes) if (endpoint.rawBody || endpoint.streamJson) raw.route(route);
   });
 
   const services = [...new Set(endpoints.map((e) => e.service))];

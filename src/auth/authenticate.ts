@@ -45,7 +45,19 @@ export interface RequestForAuth {
 export interface Authenticated {
   auth: AuthContext;
   verifyPayload(rawBody: string | undefined): void;
+  /**
+   * The same check for a body read as a stream: feed it every chunk, then `verify()` once the body has ended
+   * (before anything it caused is committed). Undefined when the client sent no payload hash.
+   */
+  payloadHasher(): PayloadHasher | undefined;
 }
+
+export interface PayloadHasher {
+  update(chunk: Uint8Array): void;
+  verify(): void;
+}
+
+const payloadMismatch = () => authFailed('Hawk authentication failed: the body does not match the payload hash of the Authorization header');
 
 // Taskcluster accepts requests whose timestamp is within 15 minutes of the server's clock.
 const TIMESTAMP_SKEW_SECONDS = 15 * 60;
@@ -241,12 +253,13 @@ export function createAuthenticator(store: ClientStore, options: AuthenticatorOp
   };
   return async function authenticate(req: RequestForAuth): Promise<Authenticated> {
     const bewit = bewitOf(req.url);
-    if (!req.authorization && !bewit) return { auth: { clientId: undefined, scopes: await expand([]) }, verifyPayload: () => undefined };
+    if (!req.authorization && !bewit) return { auth: { clientId: undefined, scopes: await expand([]) }, verifyPayload: () => undefined, payloadHasher: () => undefined };
     let id: string | undefined;
     let rawExt: string | undefined;
     let ext: ExtContent;
     let resolved: Resolved;
     let verifyPayload: Authenticated['verifyPayload'] = () => undefined;
+    let payloadHasher: Authenticated['payloadHasher'] = () => undefined;
     try {
       if (req.authorization) {
         const attributes = hawk.utils.parseAuthorizationHeader(req.authorization);
@@ -266,8 +279,19 @@ export function createAuthenticator(store: ClientStore, options: AuthenticatorOp
             try {
               hawk.server.authenticatePayload(rawBody ?? '', credentials, artifacts, req.contentType);
             } catch {
-              throw authFailed('Hawk authentication failed: the body does not match the payload hash of the Authorization header');
+              throw payloadMismatch();
             }
+          };
+          const claimed = Buffer.from(artifacts.hash);
+          payloadHasher = () => {
+            const hash = hawk.crypto.initializePayloadHash('sha256', req.contentType);
+            return {
+              update: (chunk) => hash.update(chunk),
+              verify: () => {
+                const computed = Buffer.from(hawk.crypto.finalizePayloadHash(hash));
+                if (computed.length !== claimed.length || !timingSafeEqual(computed, claimed)) throw payloadMismatch();
+              },
+            };
           };
         }
       } else {
@@ -290,7 +314,7 @@ export function createAuthenticator(store: ClientStore, options: AuthenticatorOp
     const scopes = await expand(applyAuthorizedScopes(await expand(resolved.scopes), ext));
     // Only a certificate whose request also passed Hawk's MAC check is kept: a holder of its access token.
     if (resolved.verified && rawExt) certificates.set(id, rawExt, { ext, ...resolved.verified });
-    return { auth: { clientId: id, scopes }, verifyPayload };
+    return { auth: { clientId: id, scopes }, verifyPayload, payloadHasher };
   };
 }
 

@@ -172,7 +172,10 @@ export class TgsClient {
   /** Creates the graph (a new slugid unless `taskGraphId` is given; the same graph again is idempotent). */
   async submitGraph(graph: TaskGraph, options: { taskGraphId?: string } = {}): Promise<SubmittedGraph> {
     const taskGraphId = options.taskGraphId ?? slugid.nice();
-    const answer = await this.scheduler<Omit<SubmittedGraph, 'taskGraphId'>>('PUT', `/task-graph/${enc(taskGraphId)}`, graph);
+    // `tasks` last: the API then writes each node with the routing it already read (one after them costs an
+    // UPDATE of every task)
+    const { tasks, ...envelope } = graph;
+    const answer = await this.scheduler<Omit<SubmittedGraph, 'taskGraphId'>>('PUT', `/task-graph/${enc(taskGraphId)}`, { ...envelope, tasks });
     return { taskGraphId, ...answer };
   }
 

@@ -50,12 +50,15 @@ function freshRow(taskId: string, d: TaskDefinition, scheduleIndependent: boolea
  * stored status, a different one is a 409. A task without dependencies becomes pending at once (Taskcluster)
  * unless `scheduleIndependent` is false (the graph scheduler schedules its own roots); a task with
  * dependencies stays unscheduled until its group's workflow schedules it.
+ * `announce: false` leaves the task-defined messages to the caller (the graph intake writes them once its last
+ * chunk is in: src/queue/announceDefined.ts); `dependenciesKnown` skips the check that each dependency exists,
+ * for a caller that checked them itself (a graph's chunks name tasks of later chunks).
  */
 export async function createTasks(
   client: pg.PoolClient,
   config: Config,
   tasks: { taskId: string; definition: TaskDefinition }[],
-  options: { scheduleIndependent?: boolean } = {},
+  options: { scheduleIndependent?: boolean; announce?: boolean; dependenciesKnown?: boolean } = {},
 ): Promise<TaskStatus[]> {
   const scheduleIndependent = options.scheduleIndependent ?? true;
   const ids = tasks.map((t) => t.taskId);
@@ -107,7 +110,7 @@ export async function createTasks(
     }
     // Dependencies must exist already or be created in this same call.
     const creating = new Set(ids);
-    const deps = [...new Set(fresh.flatMap((t) => t.definition.dependencies))].filter((d) => !creating.has(d));
+    const deps = options.dependenciesKnown ? [] : [...new Set(fresh.flatMap((t) => t.definition.dependencies))].filter((d) => !creating.has(d));
     if (deps.length > 0) {
       const { rows } = await client.query<{ task_id: string }>('SELECT task_id FROM tasks WHERE task_id = ANY($1)', [deps]);
       const found = new Set(rows.map((r) => r.task_id));
@@ -166,10 +169,12 @@ export async function createTasks(
     // The rows just inserted, built in memory rather than read back (100,000 tasks: ~40 MB less traffic).
     const rows = fresh.map((t) => freshRow(t.taskId, t.definition, scheduleIndependent, now));
     rows.forEach((r) => created.set(r.task_id, r));
-    const messages = rows.map((r) => taskMessage(config, 'task-defined', r));
-    for (const r of rows) if (r.state === 'pending') messages.push(taskMessage(config, 'task-pending', r, 0));
-    for (let i = 0; i < messages.length; i += CHUNK) await enqueueMessages(client, messages.slice(i, i + CHUNK));
-    await notifyPending(client, rows.filter((r) => r.state === 'pending').map((r) => `${r.provisioner_id}/${r.worker_type}`));
+    if (options.announce !== false) {
+      const messages = rows.map((r) => taskMessage(config, 'task-defined', r));
+      for (const r of rows) if (r.state === 'pending') messages.push(taskMessage(config, 'task-pending', r, 0));
+      for (let i = 0; i < messages.length; i += CHUNK) await enqueueMessages(client, messages.slice(i, i + CHUNK));
+      await notifyPending(client, rows.filter((r) => r.state === 'pending').map((r) => `${r.provisioner_id}/${r.worker_type}`));
+    }
   }
   const byId = created;
   const stored = [...existing];

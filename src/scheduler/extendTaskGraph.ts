@@ -1,50 +1,53 @@
 import type pg from 'pg';
+import slugid from 'slugid';
 import type { Config } from '../config.js';
 import { withTransaction } from '../db/pool.js';
 import { TgsError } from '../errors.js';
-import { validateInput } from '../api/validate.js';
 import type { ScopeExpression } from '../auth/scopes.js';
-import { createTasks } from '../queue/createTasks.js';
-import { createTaskScopes } from '../queue/createTaskScopes.js';
-import { extendSchema, type GraphNodeInput } from './graphSchema.js';
-import { describeGraphErrors, prepareGraphNodes } from './prepareGraph.js';
-import { appendMemberNodes, getGraph, memberIndex, type GraphRow } from './graphStore.js';
-import { refuseOverNodeLimit } from './nodeLimit.js';
+import { announceDefined } from '../queue/announceDefined.js';
+import { GraphIntake, readGraphBody } from './graphIntake.js';
+import { graphMembers, type GraphBody } from './graphMembers.js';
+import { getGraph, memberIndex, setNodeCounts, type GraphRow } from './graphStore.js';
 
 /**
- * Operation G2, extend (docs/formats.md § Graph operations): adds tasks to a running (or blocked) graph; they may require existing labels.
- * Under the graph row lock, so it cannot race the workflow declaring the graph finished.
+ * Operation G2, extend (docs/formats.md § Graph operations): adds tasks to a running (or blocked) graph; they may
+ * require existing labels. Under the graph row lock, so it cannot race the workflow declaring the graph finished;
+ * the body is read, validated and written in chunks inside that transaction, as createTaskGraph does.
  */
 export async function extendTaskGraph(
   deps: { config: Config; pool: pg.Pool },
   taskGraphId: string,
-  body: unknown,
+  body: GraphBody,
   authorize: (expr: ScopeExpression) => void,
 ): Promise<{ graph: GraphRow; tasks: { label: string; taskId: string }[] }> {
-  const { tasks } = validateInput<{ tasks: Record<string, GraphNodeInput> }>(extendSchema, body);
+  authorize(`scheduler:extend-task-graph:${taskGraphId}`);
+  const members = graphMembers(body);
   return withTransaction(deps.pool, async (client) => {
     const graph = await getGraph(client, taskGraphId, true);
     if (!graph) throw new TgsError('ResourceNotFound', `task-graph ${taskGraphId} not found`);
     if (graph.state === 'finished' || graph.state === 'canceled') {
       throw new TgsError('RequestConflict', `task-graph ${taskGraphId} is ${graph.state}; only a running or blocked graph can be extended`);
     }
-    refuseOverNodeLimit(deps.config, taskGraphId, graph.node_count, Object.keys(tasks).length);
-    const existing = await memberIndex(client, taskGraphId);
-    const { nodes, errors } = prepareGraphNodes({
+    const intake = new GraphIntake({
       config: deps.config,
       taskGraphId,
-      graphRouting: graph.routing,
-      tasks,
-      existing,
+      routing: graph.routing,
+      existing: await memberIndex(client, taskGraphId),
+      startIdx: graph.node_count,
       now: new Date(),
+      authorize,
     });
-    if (errors.size > 0) throw new TgsError('InputValidationError', describeGraphErrors(errors), { labels: [...errors.keys()].sort() });
-    authorize({ AllOf: [`scheduler:extend-task-graph:${taskGraphId}`, ...nodes.map((n) => createTaskScopes(n.definition))] });
-    const nodeCount = await appendMemberNodes(client, taskGraphId, graph.node_count, nodes, existing);
-    await createTasks(client, deps.config, nodes.map((n) => ({ taskId: n.taskId, definition: n.definition })), { scheduleIndependent: false });
-    return {
-      graph: { ...graph, node_count: nodeCount, task_count: graph.task_count + nodes.length },
-      tasks: nodes.map((n) => ({ label: n.label, taskId: n.taskId })),
-    };
+    const { envelope, tasksSeen } = await readGraphBody(members, intake, () => slugid.nice(), () => intake.flush(client));
+    const unknown = Object.keys(envelope);
+    if (unknown.length > 0) {
+      throw new TgsError('InputValidationError', `Input does not match the schema:\n${unknown.map((k) => `body has unknown property ${JSON.stringify(k.slice(0, 100))}`).join('\n')}`);
+    }
+    if (!tasksSeen) throw new TgsError('InputValidationError', "Input does not match the schema:\nbody must have required property 'tasks'");
+    intake.finish([]);
+    await intake.flush(client);
+    const nodeCount = graph.node_count + intake.count;
+    await setNodeCounts(client, taskGraphId, nodeCount, intake.count);
+    await announceDefined(client, intake.createdTaskIds());
+    return { graph: { ...graph, node_count: nodeCount, task_count: graph.task_count + intake.count }, tasks: intake.created() };
   });
 }

@@ -5,7 +5,8 @@ export const MAX_GRAPH_TASKS = 200_000;
 export const MAX_RERUNS = 100;
 export const LABEL_PATTERN = '^[A-Za-z0-9_./:@+-]{1,255}$';
 
-const node: JsonSchema = {
+/** One node of a graph's `tasks` (validated one by one as the body streams in: src/scheduler/graphIntake.ts). */
+export const graphNodeSchema: JsonSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['task'],
@@ -17,6 +18,23 @@ const node: JsonSchema = {
   },
 };
 
+const envelopeProperties = {
+  routing: { type: 'string', maxLength: 10, pattern: '^[A-Za-z0-9_-]*$', default: '' },
+  scopes: { type: 'array', maxItems: 1000, items: { type: 'string', pattern: '^[\\x20-\\x7e]*$' }, default: [] },
+  metadata: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      name: { type: 'string', maxLength: 255 },
+      description: { type: 'string', maxLength: 32768 },
+      owner: { type: 'string', maxLength: 255 },
+      source: { type: 'string', maxLength: 4096 },
+    },
+    default: {},
+  },
+  tags: { type: 'object', additionalProperties: { type: 'string', maxLength: 4096 }, default: {} },
+};
+
 /** The task-graph format (docs/formats.md) plus optional scopes, metadata and tags. */
 export const taskGraphSchema: JsonSchema = {
   $id: 'tgs:task-graph',
@@ -24,29 +42,19 @@ export const taskGraphSchema: JsonSchema = {
   additionalProperties: false,
   required: ['tasks'],
   properties: {
-    routing: { type: 'string', maxLength: 10, pattern: '^[A-Za-z0-9_-]*$', default: '' },
+    ...envelopeProperties,
     tasks: {
       type: 'object',
       minProperties: 1,
       maxProperties: MAX_GRAPH_TASKS,
       propertyNames: { pattern: LABEL_PATTERN },
-      additionalProperties: node,
+      additionalProperties: graphNodeSchema,
     },
-    scopes: { type: 'array', maxItems: 1000, items: { type: 'string', pattern: '^[\\x20-\\x7e]*$' }, default: [] },
-    metadata: {
-      type: 'object',
-      additionalProperties: false,
-      properties: {
-        name: { type: 'string', maxLength: 255 },
-        description: { type: 'string', maxLength: 32768 },
-        owner: { type: 'string', maxLength: 255 },
-        source: { type: 'string', maxLength: 4096 },
-      },
-      default: {},
-    },
-    tags: { type: 'object', additionalProperties: { type: 'string', maxLength: 4096 }, default: {} },
   },
 };
+
+/** Everything of a task-graph but its `tasks`, which are validated node by node. */
+export const graphEnvelopeSchema: JsonSchema = { type: 'object', additionalProperties: false, properties: envelopeProperties };
 
 /** POST /task-graph/<id>/extend: new tasks, whose requires may name existing labels. */
 export const extendSchema: JsonSchema = {
@@ -55,7 +63,7 @@ export const extendSchema: JsonSchema = {
   additionalProperties: false,
   required: ['tasks'],
   properties: {
-    tasks: { type: 'object', minProperties: 1, maxProperties: MAX_GRAPH_TASKS, propertyNames: { pattern: LABEL_PATTERN }, additionalProperties: node },
+    tasks: { type: 'object', minProperties: 1, maxProperties: MAX_GRAPH_TASKS, propertyNames: { pattern: LABEL_PATTERN }, additionalProperties: graphNodeSchema },
   },
 };
 

@@ -3,7 +3,6 @@ import { prepared, type Queryable } from '../db/pool.js';
 import type { GraphMeta, GraphState, NodePage, QueueTaskState } from '../workflows/contract.js';
 import { MISSING_TASK_CHAR, TASK_STATE_CHAR } from '../taskStates.js';
 import { TgsError } from '../errors.js';
-import type { PreparedNode } from './prepareGraph.js';
 
 export interface GraphRow {
   task_graph_id: string;
@@ -66,43 +65,43 @@ export async function graphMembers(db: Queryable, taskGraphId: string, taskIds: 
   return new Set(rows.map((r) => r.task_id));
 }
 
+/** A member node as stored: its requires as idx of other nodes of the graph. */
+export interface MemberNodeRow {
+  idx: number;
+  taskId: string;
+  label: string;
+  requires: number[];
+  requiresMode: number;
+  reruns: number;
+}
+
 /**
- * Appends member nodes at idx = node_count.. in the caller's transaction (which holds the graph row lock)
- * and bumps node_count/task_count. `existing` resolves requires that name older labels.
+ * Stores member nodes in the caller's transaction (which holds the graph row, or its advisory lock for a new
+ * graph). Their idx may leave gaps for labels named but not yet defined: the caller fills them before commit
+ * and then sets the counts with `setNodeCounts`.
  */
-export async function appendMemberNodes(
-  client: pg.PoolClient,
-  taskGraphId: string,
-  startIdx: number,
-  nodes: PreparedNode[],
-  existing: Map<string, { idx: number }>,
-): Promise<number> {
-  const idxOf = new Map<string, number>();
-  nodes.forEach((n, k) => idxOf.set(n.label, startIdx + k));
-  const rows = nodes.map((n, k) => ({
-    idx: startIdx + k,
-    task_id: n.taskId,
-    label: n.label,
-    requires: n.requires.map((r) => idxOf.get(r) ?? (existing.get(r) as { idx: number }).idx),
-    requires_mode: n.definition.requires === 'all-resolved' ? 1 : 0,
-    reruns: n.reruns,
-  }));
+export async function insertMemberNodes(client: pg.PoolClient, taskGraphId: string, nodes: MemberNodeRow[]): Promise<void> {
   // jsonb_to_recordset inserts a 5,000-node chunk in one statement; per-row INSERTs would be ~100x slower.
-  for (let i = 0; i < rows.length; i += 5000) {
+  for (let i = 0; i < nodes.length; i += 5000) {
     await client.query(
-      `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label, requires, requires_mode, reruns, reruns_left)
-       SELECT $1, r.idx, r.task_id, true, r.label,
-              ARRAY(SELECT jsonb_array_elements_text(r.requires)::int), r.requires_mode, r.reruns, r.reruns
-       FROM jsonb_to_recordset($2::jsonb) AS r(idx int, task_id text, label text, requires jsonb, requires_mode smallint, reruns int)`,
-      [taskGraphId, JSON.stringify(rows.slice(i, i + 5000))],
+      prepared(
+        `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label, requires, requires_mode, reruns, reruns_left)
+         SELECT $1, r.idx, r.task_id, true, r.label,
+                ARRAY(SELECT jsonb_array_elements_text(r.requires)::int), r.requires_mode, r.reruns, r.reruns
+         FROM jsonb_to_recordset($2::jsonb) AS r(idx int, task_id text, label text, requires jsonb, requires_mode smallint, reruns int)`,
+        [taskGraphId, JSON.stringify(nodes.slice(i, i + 5000).map((n) => ({ idx: n.idx, task_id: n.taskId, label: n.label, requires: n.requires, requires_mode: n.requiresMode, reruns: n.reruns })))],
+      ),
     );
   }
-  const end = startIdx + nodes.length;
-  await client.query(
-    'UPDATE task_graphs SET node_count = $2, task_count = task_count + $3, updated = now() WHERE task_graph_id = $1',
-    [taskGraphId, end, nodes.length],
-  );
-  return end;
+}
+
+/** After the members of a create or extend are stored: the graph's node count and its tasks added. */
+export async function setNodeCounts(client: pg.PoolClient, taskGraphId: string, nodeCount: number, tasksAdded: number): Promise<void> {
+  await client.query('UPDATE task_graphs SET node_count = $2, task_count = task_count + $3, updated = now() WHERE task_graph_id = $1', [
+    taskGraphId,
+    nodeCount,
+    tasksAdded,
+  ]);
 }
 
 /** Nodes [fromIdx, fromIdx+limit) in the compact form the workflow loads. */

@@ -47,6 +47,12 @@ declare module 'hawk' {
   export const utils: {
     parseAuthorizationHeader(header: string | undefined, keys?: string[]): Record<string, string> & { id?: string; ext?: string };
   };
-  const hawk: { server: typeof server; client: typeof client; utils: typeof utils };
+  export const crypto: {
+    /** A hash fed the payload in pieces: `hawk.1.payload\n<content type>\n` is already in it. */
+    initializePayloadHash(algorithm: 'sha256', contentType: string): import('node:crypto').Hash;
+    /** Adds the closing newline and returns the base64 digest, as the header's `hash` holds it. */
+    finalizePayloadHash(hash: import('node:crypto').Hash): string;
+  };
+  const hawk: { server: typeof server; client: typeof client; utils: typeof utils; crypto: typeof crypto };
   export default hawk;
 }

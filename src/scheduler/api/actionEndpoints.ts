@@ -1,6 +1,7 @@
 import { loadTasks } from '../../queue/taskRow.js';
 import { rerunRefusal } from '../../queue/rerunTasks.js';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { TASK_BODY_LIMIT } from '../../api/bodyLimits.js';
 import { declare } from '../../api/endpoint.js';
 import { TgsError } from '../../errors.js';
 import { cancelSignal, rerunUpdate, workflowIdFor } from '../../workflows/contract.js';
@@ -38,6 +39,8 @@ export const extendEndpoint = declare({
   input: extendSchema,
   output: taskGraphResponseSchema,
   bodyLimit: (config) => config.maxGraphBytes,
+  streamJson: { expand: ['tasks'], maxMemberBytes: TASK_BODY_LIMIT },
+  concurrency: 'graphSubmits',
   async handler({ params, body, deps, authorizeExpression }) {
     const result = await extendTaskGraph(deps, params.taskGraphId, body, authorizeExpression);
     await signalGraphExtended(deps, params.taskGraphId, result.graph.node_count);

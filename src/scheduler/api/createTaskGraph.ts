@@ -1,3 +1,4 @@
+import { TASK_BODY_LIMIT } from '../../api/bodyLimits.js';
 import { declare } from '../../api/endpoint.js';
 import { createTaskGraph } from '../createTaskGraph.js';
 import { taskGraphSchema } from '../graphSchema.js';
@@ -20,6 +21,8 @@ export const createTaskGraphEndpoint = declare({
   input: taskGraphSchema,
   output: taskGraphResponseSchema,
   bodyLimit: (config) => config.maxGraphBytes,
+  streamJson: { expand: ['tasks'], maxMemberBytes: TASK_BODY_LIMIT },
+  concurrency: 'graphSubmits',
   async handler({ params, body, deps, authorizeExpression }) {
     const result = await createTaskGraph(deps, params.taskGraphId, body, { authorize: authorizeExpression });
     await startGraphWorkflow(deps.temporal, deps.config, {

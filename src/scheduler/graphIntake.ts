@@ -1,0 +1,410 @@
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import type { Config } from '../config.js';
+import { TgsError } from '../errors.js';
+import { compile, describeErrors, jsonProblems } from '../api/validate.js';
+import { scopeSatisfied, type ScopeExpression } from '../auth/scopes.js';
+import { createTasks } from '../queue/createTasks.js';
+import { createTaskScopes } from '../queue/createTaskScopes.js';
+import type { TaskDefinition } from '../queue/definition.js';
+import { graphNodeSchema, LABEL_PATTERN } from './graphSchema.js';
+import { describeGraphErrors, prepareNode, type GraphErrors } from './prepareGraph.js';
+import { canonicalDigest } from './graphHash.js';
+import { insertMemberNodes } from './graphStore.js';
+import { refuseOverNodeLimit } from './nodeLimit.js';
+import type { StreamedMember } from '../api/jsonObjectStream.js';
+
+/**
+ * Nodes validated, then written per chunk in the caller's transaction: a 100,000-task graph is never held whole.
+ * 2,000 task definitions (~1 MB) per chunk keep each INSERT as large as createTasks makes them anyway.
+ */
+export const INTAKE_CHUNK = 2000;
+
+/** Labels whose problems are kept for the answer; past this only the count grows (the answer stays small). */
+const MAX_REPORTED_LABELS = 1000;
+
+const LABEL = new RegExp(LABEL_PATTERN);
+const GRAPH_ROUTING = /^[A-Za-z0-9_-]{0,10}$/;
+
+/** An Int32 list that grows without boxing: edges of a 300,000-task graph are 1.2 million pairs. */
+class IntList {
+  private data = new Int32Array(1024);
+  length = 0;
+  push(value: number): void {
+    if (this.length === this.data.length) {
+      const next = new Int32Array(this.data.length * 2);
+      next.set(this.data);
+      this.data = next;
+    }
+    this.data[this.length++] = value;
+  }
+  at(i: number): number {
+    return this.data[i];
+  }
+}
+
+interface PendingNode {
+  label: string;
+  idx: number;
+  taskId: string;
+  requires: number[];
+  reruns: number;
+  definition: TaskDefinition;
+}
+
+export interface IntakeOptions {
+  config: Config;
+  taskGraphId: string;
+  /** The graph's routing when already known (extend); a create learns it from the body's `routing`. */
+  routing?: string;
+  /** Labels the graph has already (extend): requires may name them, new nodes may not reuse them. */
+  existing?: Map<string, { taskId: string; idx: number }>;
+  /** The first idx of the new nodes (the graph's node count). */
+  startIdx: number;
+  now: Date;
+  /** Checks a scope expression the request needs, throwing 403 (each distinct one once, before its tasks are written). */
+  authorize?: (expr: ScopeExpression) => void;
+  /** Keeps every validated node for the pre-v2 idempotency hash (graphs stored before streaming intake). */
+  keepNodes?: boolean;
+}
+
+/**
+ * The nodes of one create or extend, taken one at a time as the body streams in (src/api/jsonObjectStream.ts):
+ * each is validated and prepared as it arrives, and written in chunks of INTAKE_CHUNK by `flush`. What it keeps
+ * for the whole graph is small: per label its idx and taskId, the requires edges as Int32 pairs, and a 32-byte
+ * digest per node for the idempotency hash. Labels may be named (requires, `$subs`) before they are defined; every
+ * name gets its idx and taskId at first mention, and `finish` refuses names never defined.
+ */
+export class GraphIntake {
+  private readonly slots = new Map<string, number>();
+  private readonly labels: string[] = [];
+  private readonly taskIds: string[] = [];
+  /** 1 where the label was defined by this body, 2 where it exists in the graph already */
+  private defined = new Uint8Array(1024);
+  private digests = Buffer.alloc(32 * 1024);
+  private readonly requiresFrom = new IntList();
+  private readonly requiresTo = new IntList();
+  private readonly subsFrom = new IntList();
+  private readonly subsTo = new IntList();
+  private readonly errors: GraphErrors = new Map();
+  private moreErrorLabels = 0;
+  private pending: PendingNode[] = [];
+  private readonly authorized = new Set<string>();
+  /** distinct task `scopes` lists, with a few labels each, for the graph-scopes check at the end */
+  private readonly taskScopes = new Map<string, { scopes: string[]; labels: string[] }>();
+  private routing: string | undefined;
+  /** nodes prepared before `routing` was known, with the default (empty) graph routing */
+  private assumedRouting = false;
+  private nodeCount = 0;
+  readonly keptNodes: Record<string, unknown> | undefined;
+
+  constructor(private readonly options: IntakeOptions) {
+    this.routing = options.routing;
+    this.keptNodes = options.keepNodes ? Object.create(null) : undefined;
+    for (const [label, node] of options.existing ?? []) {
+      this.slots.set(label, node.idx);
+      this.setDefined(node.idx, 2);
+      this.labels[node.idx] = label;
+      this.taskIds[node.idx] = node.taskId;
+    }
+  }
+
+  get hasErrors(): boolean {
+    return this.errors.size > 0;
+  }
+
+  get count(): number {
+    return this.nodeCount;
+  }
+
+  /** The graph routing the nodes are prepared with; set once the body's `routing` has been read. */
+  setRouting(routing: string): void {
+    this.routing = routing;
+  }
+
+  /** Whether nodes were already written with the empty routing while the body's `routing` came after them. */
+  get routingAssumed(): boolean {
+    return this.assumedRouting;
+  }
+
+  private setDefined(idx: number, value: number) {
+    while (idx >= this.defined.length) {
+      const next = new Uint8Array(this.defined.length * 2);
+      next.set(this.defined);
+      this.defined = next;
+    }
+    this.defined[idx] = value;
+  }
+
+  private fail(label: string, message: string) {
+    const list = this.errors.get(label);
+    if (list) list.push(message);
+    else if (this.errors.size < MAX_REPORTED_LABELS) this.errors.set(label, [message]);
+    else this.moreErrorLabels++;
+  }
+
+  /** The idx of a label, given one (and a fresh taskId) at its first mention. */
+  private slot(label: string): number {
+    let idx = this.slots.get(label);
+    if (idx === undefined) {
+      idx = this.options.startIdx + this.slots.size - (this.options.existing?.size ?? 0);
+      this.slots.set(label, idx);
+      this.labels[idx] = label;
+      this.taskIds[idx] = '';
+    }
+    return idx;
+  }
+
+  private taskIdAt(idx: number, fresh: () => string): string {
+    if (!this.taskIds[idx]) this.taskIds[idx] = fresh();
+    return this.taskIds[idx];
+  }
+
+  /**
+   * One node of the body's `tasks`: validated, prepared and queued for the next flush. Problems are recorded by
+   * label (every label's, not just the first); a scope the caller lacks throws at once.
+   */
+  add(label: string, value: unknown, newTaskId: () => string): void {
+    if (!LABEL.test(label)) {
+      this.fail(label.slice(0, 300), `label must match ${LABEL_PATTERN}`);
+      return;
+    }
+    const existing = this.slots.get(label);
+    if (existing !== undefined && this.defined[existing] === 2) {
+      this.fail(label, 'label already exists in this task-graph');
+      return;
+    }
+    if (existing !== undefined && this.defined[existing] === 1) {
+      this.fail(label, 'label appears twice in tasks');
+      return;
+    }
+    this.nodeCount++;
+    refuseOverNodeLimit(this.options.config, this.options.taskGraphId, this.options.startIdx, this.nodeCount);
+    const idx = this.slot(label);
+    this.setDefined(idx, 1);
+    const problems = jsonProblems(value, `tasks.${label}`);
+    const validate = compile(graphNodeSchema);
+    if (problems.length > 0 || !validate(value)) {
+      (problems.length > 0 ? problems : describeErrors(validate.errors, `tasks.${label}`).split('\n')).forEach((m) => this.fail(label, m));
+      return;
+    }
+    const node = value as { requires: string[]; reruns: number; task: Record<string, unknown> };
+    if (this.keptNodes) this.keptNodes[label] = node;
+    this.digest(idx, node);
+    const taskIdOf = (name: string) => this.taskIdAt(this.slot(name), newTaskId);
+    for (const r of node.requires) {
+      if (r === label) {
+        this.fail(label, 'requires itself');
+        continue;
+      }
+      this.requiresFrom.push(idx);
+      this.requiresTo.push(this.slot(r));
+    }
+    if (this.routing === undefined) this.assumedRouting = true;
+    const prepared = prepareNode({
+      config: this.options.config,
+      taskGraphId: this.options.taskGraphId,
+      graphRouting: this.routing ?? '',
+      label,
+      node,
+      taskId: taskIdOf(label),
+      taskIdOf,
+      onSubs: (name) => {
+        this.subsFrom.push(idx);
+        this.subsTo.push(this.slot(name));
+      },
+      now: this.options.now,
+    });
+    if ('errors' in prepared) {
+      prepared.errors.forEach((m) => this.fail(label, m));
+      return;
+    }
+    const { definition } = prepared;
+    const scopesKey = JSON.stringify(definition.scopes ?? []);
+    const scopesSeen = this.taskScopes.get(scopesKey);
+    if (!scopesSeen) this.taskScopes.set(scopesKey, { scopes: definition.scopes ?? [], labels: [label] });
+    else if (scopesSeen.labels.length < 50) scopesSeen.labels.push(label);
+    const key = JSON.stringify([definition.scopes, definition.routes, definition.schedulerId, definition.priority, definition.provisionerId, definition.workerType]);
+    if (!this.authorized.has(key)) {
+      this.options.authorize?.(createTaskScopes(definition));
+      this.authorized.add(key);
+    }
+    if (this.errors.size > 0) {
+      // nothing more will be written: only the problems are still of interest
+      this.pending = [];
+      return;
+    }
+    this.pending.push({
+      label,
+      idx,
+      taskId: this.taskIds[idx],
+      requires: node.requires.filter((r) => r !== label).map((r) => this.slots.get(r) as number),
+      reruns: node.reruns,
+      definition,
+    });
+  }
+
+  private digest(idx: number, node: unknown) {
+    if ((idx + 1) * 32 > this.digests.length) {
+      const next = Buffer.alloc(Math.max(this.digests.length * 2, (idx + 1) * 32));
+      this.digests.copy(next);
+      this.digests = next;
+    }
+    canonicalDigest(node).copy(this.digests, idx * 32);
+  }
+
+  /** Whether enough nodes wait for a write. */
+  get chunkReady(): boolean {
+    return this.pending.length >= INTAKE_CHUNK;
+  }
+
+  /** Writes the nodes prepared so far (graph_nodes rows and their tasks), unless problems were found. */
+  async flush(client: pg.PoolClient): Promise<void> {
+    if (this.errors.size > 0 || this.pending.length === 0) return;
+    const chunk = this.pending;
+    this.pending = [];
+    await insertMemberNodes(
+      client,
+      this.options.taskGraphId,
+      chunk.map((n) => ({ idx: n.idx, taskId: n.taskId, label: n.label, requires: n.requires, requiresMode: n.definition.requires === 'all-resolved' ? 1 : 0, reruns: n.reruns })),
+    );
+    await createTasks(client, this.options.config, chunk.map((n) => ({ taskId: n.taskId, definition: n.definition })), {
+      scheduleIndependent: false,
+      announce: false,
+      dependenciesKnown: true,
+    });
+  }
+
+  /**
+   * After the last node: names never defined, cycles, the graph's declared scopes. Throws one 400 naming every
+   * offending label (the first MAX_REPORTED_LABELS), or 403 for a missing scope.
+   */
+  finish(graphScopes: string[]): void {
+    if (this.nodeCount === 0 && this.errors.size === 0) throw new TgsError('InputValidationError', 'Input does not match the schema:\nbody.tasks must NOT have fewer than 1 properties');
+    const undefinedName = (idx: number) => this.defined[idx] === 0;
+    for (let i = 0; i < this.requiresFrom.length; i++) {
+      const to = this.requiresTo.at(i);
+      if (undefinedName(to)) this.fail(this.labels[this.requiresFrom.at(i)], `requires unknown label ${JSON.stringify(this.labels[to])}`);
+    }
+    for (let i = 0; i < this.subsFrom.length; i++) {
+      const to = this.subsTo.at(i);
+      if (undefinedName(to)) this.fail(this.labels[this.subsFrom.at(i)], `$subs names unknown label ${JSON.stringify(this.labels[to])}`);
+    }
+    for (const idx of this.cycleMembers()) this.fail(this.labels[idx], 'is on a dependency cycle');
+    if (this.errors.size > 0) {
+      const labels = [...this.errors.keys()].sort();
+      const more = this.moreErrorLabels > 0 ? ` (and ${this.moreErrorLabels} more labels not listed)` : '';
+      throw new TgsError('InputValidationError', `${describeGraphErrors(this.errors)}${more}`, { labels });
+    }
+    if (graphScopes.length > 0) {
+      // A graph that declares its scopes may only hold tasks whose scopes those cover (Taskcluster's rule).
+      const over = [...this.taskScopes.values()].filter((t) => t.scopes.some((s) => !scopeSatisfied(graphScopes, s)));
+      if (over.length > 0) {
+        throw new TgsError('InputValidationError', `tasks use scopes the graph does not declare: ${over.flatMap((t) => t.labels).join(', ')}`);
+      }
+    }
+  }
+
+  /** New nodes on a requires cycle (Kahn's algorithm over the Int32 edge lists: what never reaches in-degree 0). */
+  private cycleMembers(): number[] {
+    const start = this.options.startIdx;
+    const size = this.slots.size - (this.options.existing?.size ?? 0);
+    const indegree = new Int32Array(size);
+    const outCount = new Int32Array(size + 1);
+    let edges = 0;
+    for (let i = 0; i < this.requiresFrom.length; i++) {
+      const to = this.requiresTo.at(i);
+      if (to < start) continue;
+      indegree[this.requiresFrom.at(i) - start]++;
+      outCount[to - start + 1]++;
+      edges++;
+    }
+    if (edges === 0) return [];
+    for (let k = 0; k < size; k++) outCount[k + 1] += outCount[k];
+    const dependents = new Int32Array(edges);
+    const fill = outCount.slice(0, size);
+    for (let i = 0; i < this.requiresFrom.length; i++) {
+      const to = this.requiresTo.at(i);
+      if (to < start) continue;
+      dependents[fill[to - start]++] = this.requiresFrom.at(i) - start;
+    }
+    const queue: number[] = [];
+    for (let k = 0; k < size; k++) if (indegree[k] === 0) queue.push(k);
+    while (queue.length > 0) {
+      const k = queue.pop() as number;
+      for (let e = outCount[k]; e < outCount[k + 1]; e++) {
+        const d = dependents[e];
+        if (--indegree[d] === 0) queue.push(d);
+      }
+    }
+    const out: number[] = [];
+    for (let k = 0; k < size; k++) if (indegree[k] > 0 && this.defined[k + start] === 1) out.push(k + start);
+    return out;
+  }
+
+  /**
+   * The idempotency hash (version 2): sha256 of the canonical envelope, then each label in sorted order with its
+   * node's canonical digest. Independent of the order of members in the body, like the whole-graph hash it replaces.
+   */
+  graphHash(envelope: Record<string, unknown>): string {
+    const hash = createHash('sha256');
+    hash.update(canonicalDigest(envelope));
+    const order = this.newIdx();
+    order.sort((a, b) => (this.labels[a] < this.labels[b] ? -1 : this.labels[a] > this.labels[b] ? 1 : 0));
+    for (const idx of order) {
+      hash.update(`${JSON.stringify(this.labels[idx])}:`);
+      hash.update(this.digests.subarray(idx * 32, idx * 32 + 32));
+    }
+    return `v2:${hash.digest('hex')}`;
+  }
+
+  /** The idx of the new nodes: after `finish`, every label named was defined, so they are contiguous. */
+  private newIdx(): number[] {
+    return Array.from({ length: this.nodeCount }, (_, i) => this.options.startIdx + i);
+  }
+
+  /**
+   * The new nodes' labels and taskIds by idx: the order in which the body first named each label (by defining it,
+   * requiring it or naming it in `$subs`), which is the order a later read of the graph gives too.
+   */
+  created(): { label: string; taskId: string }[] {
+    return this.newIdx().map((idx) => ({ label: this.labels[idx], taskId: this.taskIds[idx] }));
+  }
+
+  /** The new tasks' ids (for their task-defined messages, written at the end). */
+  createdTaskIds(): string[] {
+    return this.newIdx().map((idx) => this.taskIds[idx]);
+  }
+}
+
+/**
+ * Reads a graph body's members into the intake: each node of `tasks` is added as it arrives and `writeChunk`
+ * runs whenever a chunk is ready; every other member is returned (the envelope), in a null-prototype record.
+ * A member given twice, or `tasks` that is not an object, is refused.
+ */
+export async function readGraphBody(
+  members: AsyncIterable<StreamedMember> | Iterable<StreamedMember>,
+  intake: GraphIntake,
+  newTaskId: () => string,
+  writeChunk: () => Promise<void>,
+): Promise<{ envelope: Record<string, unknown>; tasksSeen: boolean }> {
+  const envelope: Record<string, unknown> = Object.create(null);
+  let tasksSeen = false;
+  for await (const member of members) {
+    if ('parent' in member && member.parent !== undefined) {
+      intake.add(member.key, member.value, newTaskId);
+      if (intake.chunkReady) await writeChunk();
+    } else if ('expanded' in member) {
+      if (tasksSeen) throw new TgsError('InputError', 'body has `tasks` twice');
+      tasksSeen = true;
+    } else if (member.key === 'tasks') {
+      throw new TgsError('InputValidationError', 'Input does not match the schema:\nbody.tasks must be object');
+    } else {
+      if (Object.hasOwn(envelope, member.key)) throw new TgsError('InputError', `body has ${JSON.stringify(member.key.slice(0, 100))} twice`);
+      envelope[member.key] = member.value;
+      // an invalid routing is reported with the envelope's other problems; the nodes meanwhile use none
+      if (member.key === 'routing') intake.setRouting(typeof member.value === 'string' && GRAPH_ROUTING.test(member.value) ? member.value : '');
+    }
+  }
+  return { envelope, tasksSeen };
+}
