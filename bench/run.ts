@@ -72,7 +72,7 @@ async function main() {
   const results: Record<string, unknown> = {
     machine: await machine(stack),
     quick,
-    processes: separateProcesses ? 'api, bridge, scheduler-worker as tgs processes; relay and the fast worker in the bench process' : 'single',
+    processes: separateProcesses ? 'api, bridge, scheduler-worker, relay as tgs processes; the fast worker in the bench process' : 'single',
     date: new Date().toISOString(),
   };
   try {

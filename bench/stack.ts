@@ -52,20 +52,21 @@ async function stopProcesses(processes: TgsProcess[]) {
   })));
 }
 
-/** The API, bridge and scheduler worker as `tgs` processes; returns the API's rootUrl. */
+/** The API, bridge, scheduler worker and relay as `tgs` processes; returns the API's rootUrl. */
 async function startProcesses(stack: Stack, processes: TgsProcess[], log: (line: string) => void): Promise<string> {
   const port = await freePort();
   const rootUrl = `http://127.0.0.1:${port}`;
   processes.push(spawnTgs(stack, 'api', log, { PORT: String(port), HOST: '127.0.0.1', TGS_ROOT_URL: rootUrl }));
   processes.push(spawnTgs(stack, 'bridge', log));
   processes.push(spawnTgs(stack, 'scheduler-worker', log));
+  processes.push(spawnTgs(stack, 'relay', log));
   await eventually(async () => (await fetch(`${rootUrl}/api/queue/v1/ping`)).ok, 'tgs api process answering', 60_000);
   return rootUrl;
 }
 
 /**
- * The stack the scenarios run on. With `separateProcesses` (the default of bench/run.ts) the API, the bridge and
- * the scheduler worker run as their own `tgs` processes, as in a deployment: each gets its own peak RSS, and they
+ * The stack the scenarios run on. With `separateProcesses` (the default of bench/run.ts) the API, the bridge, the
+ * scheduler worker and the relay run as their own `tgs` processes, as in a deployment: each gets its own peak RSS, and they
  * use both cores; the scenarios talk to that API and the stack's own stays idle. Otherwise they run in this one.
  */
 export async function startBenchStack(options: { separateProcesses: boolean; postgresUrl?: string; log: (line: string) => void }): Promise<BenchStack> {
@@ -75,6 +76,7 @@ export async function startBenchStack(options: { separateProcesses: boolean; pos
     configOverrides: { claimTimeoutSeconds: 600, sweepIntervalMs: 5000 },
     inProcessBridge: !separateProcesses,
     inProcessWorker: !separateProcesses,
+    inProcessRelay: !separateProcesses,
     postgresUrl: options.postgresUrl,
   });
   const processes: TgsProcess[] = [];
@@ -88,13 +90,13 @@ export async function startBenchStack(options: { separateProcesses: boolean; pos
     log,
     processNames() {
       const names = new Map<number, string>(processes.map((p) => [p.child.pid as number, `tgs ${p.name}`]));
-      names.set(process.pid, separateProcesses ? 'bench (fast worker, relay)' : 'tgs (all) + bench');
+      names.set(process.pid, separateProcesses ? 'bench (fast worker)' : 'tgs (all) + bench');
       return names;
     },
     maxRssMb() {
       const temporal = { 'temporal dev server': rssMb(stack.temporal.process.pid as number) };
       return separateProcesses
-        ? { ...Object.fromEntries(processes.map((p) => [`tgs ${p.name}`, rssMb(p.child.pid as number)])), 'bench (relay + fast worker)': rssMb(process.pid), ...temporal }
+        ? { ...Object.fromEntries(processes.map((p) => [`tgs ${p.name}`, rssMb(p.child.pid as number)])), 'bench (fast worker, graph builder)': rssMb(process.pid), ...temporal }
         : { 'tgs (api+relay+bridge+worker in one process)': rssMb(process.pid), ...temporal };
     },
     async stop() {

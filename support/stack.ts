@@ -20,7 +20,8 @@ export interface Stack {
   client: Client;
   root: ApiClient;
   bridge: Awaited<ReturnType<typeof startBridge>> | undefined;
-  relay: Awaited<ReturnType<typeof startRelay>>;
+  /** undefined with `inProcessRelay: false` (the bench runs `tgs relay` as its own process) */
+  relay: Awaited<ReturnType<typeof startRelay>> | undefined;
   /** Stops or restarts the scheduler worker (tests that kill it). */
   startWorker(): Promise<void>;
   stopWorker(): Promise<void>;
@@ -39,6 +40,7 @@ export async function startStack(
     /** false: the test runs the bridge / scheduler worker itself (e.g. as processes it kills) */
     inProcessBridge?: boolean;
     inProcessWorker?: boolean;
+    inProcessRelay?: boolean;
     /** false: start Temporal without tgs's search attributes, so the worker has to register them */
     registerSearchAttributes?: boolean;
     /** where the API (claim waiter, sweeps), the bridge and the relay log (default: the API to stderr, the rest nowhere) */
@@ -59,7 +61,8 @@ export async function startStack(
     ...options.configOverrides,
   }, { postgresUrl: options.postgresUrl, ...(options.log ? { log: (line: string) => options.log?.(`api: ${line}`) } : {}) });
   const config = api.config;
-  const relay = await startRelay({ config, log: options.log ? (line) => options.log?.(`relay: ${line}`) : () => undefined });
+  const relay =
+    options.inProcessRelay === false ? undefined : await startRelay({ config, log: options.log ? (line) => options.log?.(`relay: ${line}`) : () => undefined });
   const connection = await Connection.connect({ address: temporal.address });
   const client = new Client({ connection });
   const bridge = options.inProcessBridge === false ? undefined : await startBridge({ config, pool: api.db.pool, temporal: async () => client, log: options.log ?? (() => undefined) });
@@ -96,7 +99,7 @@ export async function startStack(
     async stop() {
       await stopWorker();
       await bridge?.stop();
-      await relay.stop();
+      await relay?.stop();
       // the bridge queue is durable: without this every test file would leave one behind on the broker
       const amqpConnection = await amqp.connect(config.amqpUrl);
       await (await amqpConnection.createChannel()).deleteQueue(bridgeQueueName(config));

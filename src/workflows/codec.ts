@@ -46,3 +46,54 @@ export function base64ToInt16(text: string): Int16Array {
   const bytes = base64ToBytes(text);
   return new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 2);
 }
+
+/** The per-node arrays a graph's workflow carries across continue-as-new. */
+export interface NodeArrays {
+  states: Uint8Array;
+  reset: Uint8Array;
+  rerunsLeft: Int16Array;
+  lastRun: Int16Array;
+}
+
+const ESCAPE = 255;
+
+/**
+ * Version 2 of the carried node arrays: three byte planes, base64 (4 characters a node): state with the reset flag
+ * in bit 7, then rerunsLeft + 1 and lastRun + 1 (both stay in -1..253 in practice: reruns ≤ 100, runs ≤ 50),
+ * with any value outside that as 255 and an exception [idx, plane, value] in a flat list. A 300,000-node graph
+ * carries 1.2 MB this way against 2.4 MB as four base64 arrays (version 1), under Temporal's 2 MB input limit.
+ */
+export function packNodes(arrays: NodeArrays, size: number): { nodes: string; exceptions: number[] } {
+  const bytes = new Uint8Array(size * 3);
+  const exceptions: number[] = [];
+  const put = (plane: number, i: number, value: number) => {
+    if (value >= -1 && value < ESCAPE - 1) bytes[plane * size + i] = value + 1;
+    else {
+      bytes[plane * size + i] = ESCAPE;
+      exceptions.push(i, plane, value);
+    }
+  };
+  for (let i = 0; i < size; i++) {
+    bytes[i] = (arrays.states[i] & 0x7f) | (arrays.reset[i] ? 0x80 : 0);
+    put(1, i, arrays.rerunsLeft[i]);
+    put(2, i, arrays.lastRun[i]);
+  }
+  return { nodes: bytesToBase64(bytes), exceptions };
+}
+
+export function unpackNodes(nodes: string, exceptions: number[], size: number): NodeArrays {
+  const bytes = base64ToBytes(nodes);
+  if (bytes.length !== size * 3) throw new Error(`carried nodes hold ${bytes.length} bytes, expected ${size * 3}`);
+  const out: NodeArrays = { states: new Uint8Array(size), reset: new Uint8Array(size), rerunsLeft: new Int16Array(size), lastRun: new Int16Array(size) };
+  for (let i = 0; i < size; i++) {
+    out.states[i] = bytes[i] & 0x7f;
+    out.reset[i] = bytes[i] >> 7;
+    out.rerunsLeft[i] = bytes[size + i] - 1;
+    out.lastRun[i] = bytes[2 * size + i] - 1;
+  }
+  for (let k = 0; k + 2 < exceptions.length; k += 3) {
+    const [i, plane, value] = [exceptions[k], exceptions[k + 1], exceptions[k + 2]];
+    (plane === 1 ? out.rerunsLeft : out.lastRun)[i] = value;
+  }
+  return out;
+}

@@ -69,14 +69,21 @@ export interface TuningOptions {
 /** State carried across continue-as-new: compact, derived structure is reloaded from Postgres. */
 export interface CarriedState {
   nodeCount: number;
-  /** base64 Uint8Array of node states (see NODE in graphModel.ts) */
-  states: string;
-  /** base64 Int16Array */
-  rerunsLeft: string;
-  /** base64 Int16Array: highest runId whose resolution was applied, -1 for none */
-  lastRun: string;
-  /** base64 Uint8Array: 1 where a reset dependent must be rerun rather than scheduled */
-  reset: string;
+  /**
+   * Version 2 (packNodes in codec.ts): per node its state (see NODE in graphModel.ts) and reset flag, reruns left,
+   * and the highest runId whose resolution was applied (-1 for none), as three base64 byte planes.
+   */
+  nodes?: string;
+  /** version 2: values that do not fit a byte, as flat [idx, plane, value] triples */
+  nodeExceptions?: number[];
+  /** version 1 (carried by workflows that continued as new before version 2): base64 Uint8Array of node states */
+  states?: string;
+  /** version 1: base64 Int16Array */
+  rerunsLeft?: string;
+  /** version 1: base64 Int16Array: highest runId whose resolution was applied, -1 for none */
+  lastRun?: string;
+  /** version 1: base64 Uint8Array: 1 where a reset dependent must be rerun rather than scheduled */
+  reset?: string;
   /** members whose pending rerun is a manual one (does not consume reruns) */
   manualReruns: number[];
   canceled: boolean;

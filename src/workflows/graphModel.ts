@@ -2,7 +2,7 @@
  * The graph's mutable state as typed arrays, and the graph operations on it (docs/formats.md § Graph operations). Pure and deterministic:
  * the workflow drives it, unit tests drive it directly.
  */
-import { base64ToBytes, base64ToInt16, bytesToBase64, int16ToBase64 } from './codec.js';
+import { base64ToBytes, base64ToInt16, packNodes, unpackNodes, type NodeArrays } from './codec.js';
 import type { CarriedState, GraphState as GraphStateName, NodePage } from './contract.js';
 import { isResolved as isResolvedState, taskStateOfChar, type ResolvedState } from '../taskStates.js';
 
@@ -396,24 +396,19 @@ export class GraphModel {
     return out;
   }
 
-  carry(): Pick<CarriedState, 'nodeCount' | 'states' | 'rerunsLeft' | 'lastRun' | 'reset' | 'manualReruns' | 'canceled'> {
-    return {
-      nodeCount: this.size,
-      states: bytesToBase64(this.state.subarray(0, this.size)),
-      rerunsLeft: int16ToBase64(this.rerunsLeft.slice(0, this.size)),
-      lastRun: int16ToBase64(this.lastRun.slice(0, this.size)),
-      reset: bytesToBase64(this.reset.subarray(0, this.size)),
-      manualReruns: [...this.manualReruns],
-      canceled: this.canceled,
-    };
+  carry(): Pick<CarriedState, 'nodeCount' | 'nodes' | 'nodeExceptions' | 'manualReruns' | 'canceled'> {
+    const { nodes, exceptions } = packNodes({ states: this.state, reset: this.reset, rerunsLeft: this.rerunsLeft, lastRun: this.lastRun }, this.size);
+    return { nodeCount: this.size, nodes, nodeExceptions: exceptions, manualReruns: [...this.manualReruns], canceled: this.canceled };
   }
 
-  static decodeCarried(carried: CarriedState) {
+  /** The carried node arrays, from either version of CarriedState. */
+  static decodeCarried(carried: CarriedState): NodeArrays {
+    if (carried.nodes !== undefined) return unpackNodes(carried.nodes, carried.nodeExceptions ?? [], carried.nodeCount);
     return {
-      states: base64ToBytes(carried.states),
-      rerunsLeft: base64ToInt16(carried.rerunsLeft),
-      lastRun: base64ToInt16(carried.lastRun),
-      reset: base64ToBytes(carried.reset),
+      states: base64ToBytes(carried.states ?? ''),
+      rerunsLeft: base64ToInt16(carried.rerunsLeft ?? ''),
+      lastRun: base64ToInt16(carried.lastRun ?? ''),
+      reset: base64ToBytes(carried.reset ?? ''),
     };
   }
 }

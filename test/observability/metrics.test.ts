@@ -17,7 +17,7 @@ before(async () => {
   // Before the stack's worker connects: the SDK runtime (and its Prometheus exporter) is installed once per process.
   await installTemporalRuntime({ log: quiet, metrics: true });
   stack = await startStack();
-  observeRelay(stack.config.databaseUrl, stack.api.db.pool, stack.relay.stats);
+  if (stack.relay) observeRelay(stack.config.databaseUrl, stack.api.db.pool, stack.relay.stats);
   if (stack.bridge) observeBridge(stack.bridge.stats);
   metrics = await startMetricsServer({ port: 0, host: '127.0.0.1', log: quiet });
 });

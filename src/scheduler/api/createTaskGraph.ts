@@ -14,6 +14,8 @@ export const createTaskGraphEndpoint = declare({
     'workflow `task-graph/<taskGraphId>`. Idempotent: the same graph again returns the same taskIds; a',
     'different graph under the same id is a 409. An invalid graph is one 400 naming every offending label.',
     'Needs scheduler:create-task-graph and, for every task, the scopes createTask would demand.',
+    'The body is read as it arrives and its tasks written in chunks inside one transaction (send `tasks` last);',
+    'anything refused rolls it all back.',
   ].join(' '),
   method: 'put',
   route: '/task-graph/<taskGraphId>',
