@@ -14,7 +14,7 @@ export async function graphRun(
   graph: ReturnType<typeof graphOf>,
   concurrency: number,
   workerType: string,
-  options: { batchReports?: boolean } = {},
+  options: { batchReports?: boolean; onSubmitted?: () => void } = {},
 ) {
   for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = workerType;
   const reportTimes: number[] = [];
@@ -26,6 +26,7 @@ export async function graphRun(
   const t0 = performance.now();
   await stack.root.request('scheduler', 'PUT', `/task-graph/${id}`, graph);
   const submitted = performance.now();
+  options.onSubmitted?.();
   let lastLog = 0;
   await eventually(async () => {
     const state = (await stack.root.request('scheduler', 'GET', `/task-graph/${id}/status`)).status.state;

@@ -129,12 +129,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     sweepIntervalMs: intFromEnv(env, 'TGS_SWEEP_INTERVAL_MS', 5000),
     maxArtifactBytes: intFromEnv(env, 'TGS_MAX_ARTIFACT_BYTES', 64 * 1024 * 1024),
     bridgeSchedulerIds: schedulerIdsFromEnv(env, 'TGS_BRIDGE_SCHEDULER_IDS'),
-    // 200,000 × 8 bytes = 1.6 MB of carried state, with room under the 2 MB limit for the rest of the input.
-    maxGraphNodes: intFromEnv(env, 'TGS_MAX_GRAPH_NODES', 200_000),
+    // what bounds it: src/scheduler/nodeLimit.ts
+    maxGraphNodes: intFromEnv(env, 'TGS_MAX_GRAPH_NODES', 300_000),
     temporalClientId: env.TGS_TEMPORAL_CLIENT_ID ?? '',
     metricsPort: intFromEnv(env, 'TGS_METRICS_PORT', 0),
     logLevel: logLevelFromEnv(env),
-    maxGraphBytes: intFromEnv(env, 'TGS_MAX_GRAPH_BYTES', 48 * 1024 * 1024),
+    maxGraphBytes: intFromEnv(env, 'TGS_MAX_GRAPH_BYTES', 256 * 1024 * 1024),
     // The API's pool has 20 connections. A nodes read (4) or an artifact read (8) holds one for its whole
     // duration, leaving at least 8 to claims and reports; a changes poll holds one only while its query runs
     // (a few ms every 200 ms), so 64 of them keep about 2 busy on average.

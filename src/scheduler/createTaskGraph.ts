@@ -82,7 +82,8 @@ export async function createTaskGraph(
         }
         await intake.flush(client);
       };
-      const { envelope: raw, tasksSeen } = await readGraphBody(members, intake, () => slugid.nice(), writeChunk);
+      const check = (partial: Record<string, unknown>) => validateInput(graphEnvelopeSchema, { ...partial });
+      const { envelope: raw, tasksSeen } = await readGraphBody(members, intake, () => slugid.nice(), writeChunk, check);
       const envelope = validateInput<GraphEnvelope>(graphEnvelopeSchema, raw);
       if (!tasksSeen) throw new TgsError('InputValidationError', "Input does not match the schema:\nbody must have required property 'tasks'");
       intake.finish(envelope.scopes);

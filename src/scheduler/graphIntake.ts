@@ -380,13 +380,15 @@ export class GraphIntake {
 /**
  * Reads a graph body's members into the intake: each node of `tasks` is added as it arrives and `writeChunk`
  * runs whenever a chunk is ready; every other member is returned (the envelope), in a null-prototype record.
- * A member given twice, or `tasks` that is not an object, is refused.
+ * `checkEnvelope` sees the envelope each time a member joins it, so a bad one sent before the tasks is refused
+ * before any is written. A member given twice, or `tasks` that is not an object, is refused.
  */
 export async function readGraphBody(
   members: AsyncIterable<StreamedMember> | Iterable<StreamedMember>,
   intake: GraphIntake,
   newTaskId: () => string,
   writeChunk: () => Promise<void>,
+  checkEnvelope: (envelope: Record<string, unknown>) => void,
 ): Promise<{ envelope: Record<string, unknown>; tasksSeen: boolean }> {
   const envelope: Record<string, unknown> = Object.create(null);
   let tasksSeen = false;
@@ -402,6 +404,7 @@ export async function readGraphBody(
     } else {
       if (Object.hasOwn(envelope, member.key)) throw new TgsError('InputError', `body has ${JSON.stringify(member.key.slice(0, 100))} twice`);
       envelope[member.key] = member.value;
+      checkEnvelope(envelope);
       // an invalid routing is reported with the envelope's other problems; the nodes meanwhile use none
       if (member.key === 'routing') intake.setRouting(typeof member.value === 'string' && GRAPH_ROUTING.test(member.value) ? member.value : '');
     }

@@ -177,3 +177,16 @@ test('through the API: a body refused part-way is answered, not reset, while the
   assert.equal(tooLarge.status, 413);
   assert.equal(tooLarge.body.code, 'InputTooLarge');
 });
+
+test('an envelope member refused before the tasks stops the intake before a node is read', async () => {
+  async function* source() {
+    yield Buffer.from('{"metadata": {"name": "x"}, "routing": "not valid!", "tasks": {');
+    throw new Error('read past the envelope');
+  }
+  const members = objectMembers(source(), { expand: ['tasks'], maxValueBytes: TASK_BODY_LIMIT });
+  await assert.rejects(createTaskGraph({ config: t.config, pool: t.db.pool }, slugid.nice(), members), (err: { code: string; message: string }) => {
+    assert.equal(err.code, 'InputValidationError');
+    assert.match(err.message, /routing/);
+    return true;
+  });
+});
