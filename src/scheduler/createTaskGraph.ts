@@ -74,7 +74,11 @@ export async function createTaskGraph(
       });
       let rowWritten = false;
       const writeChunk = async () => {
-        if (already) return;
+        if (already) {
+          // comparing with the stored graph: only the digests are needed, not the prepared tasks
+          intake.dropPending();
+          return;
+        }
         if (!rowWritten) {
           // the envelope may come after the tasks: the row is completed once the body is read
           await client.query("INSERT INTO task_graphs (task_graph_id, scheduler_id, graph_hash) VALUES ($1, $2, '')", [taskGraphId, config.schedulerId]);

@@ -258,6 +258,11 @@ export class GraphIntake {
     return this.pending.length >= INTAKE_CHUNK;
   }
 
+  /** Forgets the nodes prepared so far (a body only compared with a stored graph is never written). */
+  dropPending(): void {
+    this.pending = [];
+  }
+
   /** Writes the nodes prepared so far (graph_nodes rows and their tasks), unless problems were found. */
   async flush(client: pg.PoolClient): Promise<void> {
     if (this.errors.size > 0 || this.pending.length === 0) return;
