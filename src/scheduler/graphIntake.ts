@@ -189,6 +189,11 @@ export class GraphIntake {
       return;
     }
     const node = value as { requires: string[]; reruns: number; task: Record<string, unknown> };
+    // the schema's uniqueItems too, checked here: ajv's misses a repeated "__proto__" (found by the graph fuzzer)
+    if (new Set(node.requires).size !== node.requires.length) {
+      this.fail(label, 'requires names a label more than once');
+      return;
+    }
     if (this.keptNodes) this.keptNodes[label] = node;
     this.digest(idx, node);
     const taskIdOf = (name: string) => this.taskIdAt(this.slot(name), newTaskId);

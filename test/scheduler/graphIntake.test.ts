@@ -190,3 +190,12 @@ test('an envelope member refused before the tasks stops the intake before a node
     return true;
   });
 });
+
+test('a requires list naming a label twice is refused, "__proto__" included', async () => {
+  const before = await rowCounts();
+  for (const twice of ['a', '__proto__']) {
+    const tasks = { [twice]: { task: fastTask(twice) }, b: { requires: [twice, twice], task: fastTask('b') } };
+    await assert.rejects(create(slugid.nice(), JSON.stringify({ tasks })), /- b: .*(requires names a label more than once|must NOT have duplicate items)/);
+  }
+  assert.deepEqual(await rowCounts(), before);
+});
