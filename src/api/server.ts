@@ -270,11 +270,11 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
           // A stream, left to the handler. Its bytes are authorized by the handler (a signed URL), not by a
           // Hawk payload hash.
         } else if (endpoint.streamJson) {
-          const type = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-          if (request.body !== undefined && type !== 'application/json') throw new TgsError('InputError', 'Send the body as application/json');
           const declared = Number(request.headers['content-length']);
           if (declared > bodyLimit) throw bodyTooLarge(bodyLimit);
           streamed = new StreamedBody(request.body as Readable | undefined, bodyLimit, authenticated.payloadHasher());
+          const type = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+          if (request.body !== undefined && type !== 'application/json') throw new TgsError('InputError', 'Send the body as application/json');
           body = objectMembers(streamed.chunks(), { expand: endpoint.streamJson.expand, maxValueBytes: endpoint.streamJson.maxMemberBytes });
         } else {
           authenticated.verifyPayload(request.rawBody);
@@ -345,8 +345,8 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
     }
   }
   for (const { endpoint, route } of routes) if (!endpoint.rawBody && !endpoint.streamJson) app.route(route);
-  // Raw-body and streamed-JSON endpoints (artifact uploads, graph submits) get the request stream itself, whatever the content type: their own
-  // context has a single parser that reads nothing.
+  // Raw-body and streamed-JSON endpoints (artifact uploads, graph submits) get the request stream itself, whatever
+  // the content type: their own context has a single parser that reads nothing.
   void app.register(async (raw) => {
     raw.removeAllContentTypeParsers();
     raw.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
