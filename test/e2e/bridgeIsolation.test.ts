@@ -4,7 +4,7 @@ import slugid from 'slugid';
 import { startStack, eventually, type Stack } from '../../support/stack.js';
 import { graphOf } from '../../support/graphs.js';
 import { startBridge } from '../../src/bridge/bridge.js';
-import { extendedSignal, workflowIdFor } from '../../src/workflows/contract.js';
+import { extendedSignal, statusQuery, workflowIdFor } from '../../src/workflows/contract.js';
 
 // Temporal refuses the 5th signal of a workflow execution: a real signal failure for one chosen graph.
 const SIGNAL_LIMIT = 4;
@@ -43,6 +43,9 @@ test('a graph whose signal fails is retried alone with backoff; the graph in the
   const first = ids.failing.get('first') as string;
   const only = ids.healthy.get('only') as string;
   await eventually(async () => (await state(first)) === 'pending' && (await state(only)) === 'pending', 'roots pending');
+  // The dispatch activity reports back what it finds resolved when it ends (a fast worker's run): claim only once
+  // it has ended, or the failing graph could learn of `first` from it instead of from a signal (seen under load).
+  await eventually(async () => (await failingHandle.query(statusQuery)).counts.scheduled === 1, "the failing graph's dispatch ended");
   const claim = await stack.api.request('POST', '/api/queue/v1/claim-work/tgs-test/manual', { tasks: 2, workerGroup: 'g', workerId: 'w' });
   assert.equal(claim.body.tasks.length, 2);
   for (const taskId of [first, only]) await stack.api.request('POST', `/api/queue/v1/task/${taskId}/runs/0/completed`);
