@@ -29,7 +29,11 @@ before(async () => {
     },
   });
 });
+/** Connections of watchGraph still open: a test that failed before closing its own must not keep the file running. */
+const openWatches = new Set<{ close(): Promise<void> }>();
+
 after(async () => {
+  await Promise.all([...openWatches].map((conn) => conn.close().catch(() => undefined)));
   await worker.stop();
   await stack.stop();
 });
@@ -51,6 +55,7 @@ const waitState = (id: string, state: string, timeoutMs = 60_000) =>
 /** Collects scheduler and queue messages of one graph, bound as docs/formats.md § Scheduler exchanges says a consumer would bind. */
 async function watchGraph(taskGraphId: string) {
   const conn = await amqp.connect(stack.config.amqpUrl);
+  openWatches.add(conn);
   const ch = await conn.createChannel();
   const { queue } = await ch.assertQueue('', { exclusive: true, autoDelete: true });
   const messages: { exchange: string; routingKey: string; body: any }[] = [];
@@ -62,7 +67,13 @@ async function watchGraph(taskGraphId: string) {
   await ch.consume(queue, (m) => {
     if (m) messages.push({ exchange: m.fields.exchange.slice(prefix.length), routingKey: m.fields.routingKey, body: JSON.parse(m.content.toString()) });
   }, { noAck: true });
-  return { messages, close: () => conn.close() };
+  return {
+    messages,
+    close: async () => {
+      openWatches.delete(conn);
+      await conn.close();
+    },
+  };
 }
 
 test('a diamond graph with $subs runs to finished; one consumer binding sees its whole life', async () => {
