@@ -41,8 +41,17 @@ async function chain(stack: BenchStack, sizes: Sizes) {
   // Where a hop's time goes: report → signal recorded (outbox, relay, RabbitMQ, bridge) and
   // signal → next claimed (workflow task, dispatch local activity, NOTIFY, claim).
   const signaledAt = await resolutionSignalTimes(stack, id);
+  // when the dispatch activity made each task pending (its run's `scheduled`, written in that transaction)
+  const pendingAt = new Map<string, number>();
+  for (const taskId of ids.values()) {
+    const { status } = await stack.root.request('queue', 'GET', `/task/${taskId}/status`);
+    const scheduled = status.runs?.[0]?.scheduled;
+    if (scheduled) pendingAt.set(taskId, Date.parse(scheduled));
+  }
   const toSignal: number[] = [];
   const fromSignal: number[] = [];
+  const toPending: number[] = [];
+  const pendingToClaim: number[] = [];
   for (let i = 1; i < labels.length; i++) {
     const a = ids.get(labels[i - 1]) as string;
     const b = ids.get(labels[i]) as string;
@@ -50,8 +59,12 @@ async function chain(stack: BenchStack, sizes: Sizes) {
     if (signal === undefined) continue;
     toSignal.push(signal - (reportedWall.get(a) as number));
     fromSignal.push((claimedWall.get(b) as number) - signal);
+    const pending = pendingAt.get(b);
+    if (pending === undefined) continue;
+    toPending.push(pending - signal);
+    pendingToClaim.push((claimedWall.get(b) as number) - pending);
   }
-  return { hops, toSignal, fromSignal };
+  return { hops, toSignal, fromSignal, toPending, pendingToClaim };
 }
 
 /** When Temporal recorded each task's first resolutions signal, from the graph's workflow histories. */
@@ -130,7 +143,7 @@ async function queueFloor(stack: BenchStack, sizes: Sizes) {
 /** Hop latency over a chain of tasks, against the bare Temporal floor (regular and local activity) and the queue's floor. */
 export async function run(stack: BenchStack, sizes: Sizes) {
   stack.log(`hop: chain of ${sizes.chain}`);
-  const { hops, toSignal, fromSignal } = await chain(stack, sizes);
+  const { hops, toSignal, fromSignal, toPending, pendingToClaim } = await chain(stack, sizes);
   stack.log('hop: floor (bare signal → activity → UPDATE)');
   const floor = await temporalFloor(stack, sizes, 'regular');
   const floorLocal = await temporalFloor(stack, sizes, 'local');
@@ -143,5 +156,7 @@ export async function run(stack: BenchStack, sizes: Sizes) {
     queue_floor_p50_ms: percentile(qf, 50), queue_floor_p99_ms: percentile(qf, 99),
     // the hop split at the resolutions signal (wall clock; same machine)
     report_to_signal_p50_ms: percentile(toSignal, 50), signal_to_claim_p50_ms: percentile(fromSignal, 50),
+    // signal → claimed split at the moment the dispatch activity made the task pending (ms resolution)
+    signal_to_pending_p50_ms: percentile(toPending, 50), pending_to_claim_p50_ms: percentile(pendingToClaim, 50),
   };
 }

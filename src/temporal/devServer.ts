@@ -87,14 +87,24 @@ export interface DevServerOptions {
   log?: (line: string) => void;
 }
 
-// Activity eager execution cuts signal → activity start from ~100 ms to ~49 ms p50 on this machine.
 /** The workflow's search attributes (src/workflows/contract.ts) as a dev server registers them at start. */
 export const TGS_SEARCH_ATTRIBUTES: Record<string, 'Keyword'> = Object.fromEntries(
   Object.values(SEARCH_ATTRIBUTES).map((key) => [key.name, 'Keyword' as const]),
 );
 
+/**
+ * Dynamic config every dev server of tgs gets (tgs dev, the tests, the bench); deploy/temporal-dynamicconfig.yaml
+ * gives the compose deployment's server the same (test/deploy/compose.test.ts keeps the two equal).
+ */
 export const DEFAULT_DYNAMIC_CONFIG: Record<string, string | number | boolean> = {
+  // Activity eager execution: a regular activity starts in the worker that scheduled it, without a poll.
   'system.enableActivityEagerExecution': true,
+  // A dev server has one history shard, and each shard reads its transfer queue (the tasks that hand a new
+  // workflow or activity task to matching) at most 20 times a second by default. Past that burst, a signal to an
+  // idle workflow waited 20-28 ms for its workflow task here: a dependency hop took 44 ms p50 instead of 24, and
+  // the bare signal → activity floor 50 ms instead of 10-12. Production clusters spread graphs over hundreds of
+  // shards; one shard needs the higher rate. The 10,000-task graph's CPU per task did not move (docs/benchmarks.md).
+  'history.transferProcessorMaxPollRPS': 1000,
 };
 
 /**

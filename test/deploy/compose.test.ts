@@ -6,6 +6,7 @@ import { createServer } from 'node:http';
 import type { Command, Option } from 'commander';
 import { parse } from 'yaml';
 import { buildProgram } from '../../src/cli/main.js';
+import { DEFAULT_DYNAMIC_CONFIG } from '../../src/temporal/devServer.js';
 
 // docker compose cannot run here: these checks are what can be checked without it.
 const text = readFileSync(new URL('../../docker-compose.yml', import.meta.url), 'utf8');
@@ -20,6 +21,7 @@ interface Service {
   network_mode?: string;
   environment?: Record<string, string> | string[];
   ports?: string[];
+  volumes?: string[];
   healthcheck?: { test?: string[] | string; interval?: string; timeout?: string; retries?: number };
 }
 
@@ -90,6 +92,17 @@ test('Temporal and its Web UI are published on the loopback interface only (Temp
     }
   }
   assert.ok(services.temporal.ports?.includes('127.0.0.1:7233:7233'), 'the temporal CLI on the host still reaches 127.0.0.1:7233');
+});
+
+test("the Temporal server reads deploy/temporal-dynamicconfig.yaml, which holds exactly the dev servers' dynamic config", () => {
+  const env = services.temporal.environment as Record<string, string>;
+  const mount = (services.temporal.volumes ?? []).map(String).find((v) => v.startsWith('./deploy/temporal-dynamicconfig.yaml:'));
+  assert.ok(mount, 'the file is mounted into the temporal service');
+  // auto-setup resolves DYNAMIC_CONFIG_FILE_PATH against /etc/temporal
+  assert.equal(mount.split(':')[1], `/etc/temporal/${env.DYNAMIC_CONFIG_FILE_PATH}`);
+  const file = parse(readFileSync(new URL('../../deploy/temporal-dynamicconfig.yaml', import.meta.url), 'utf8')) as Record<string, { value: unknown }[]>;
+  const values = Object.fromEntries(Object.entries(file).map(([key, list]) => [key, list[0]?.value]));
+  assert.deepEqual(values, DEFAULT_DYNAMIC_CONFIG);
 });
 
 test('every depends_on and network_mode names a service of the file', () => {
