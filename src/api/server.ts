@@ -310,6 +310,10 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
         const result = await endpoint.handler(ctx);
         if (!authorized) throw new Error(`${endpoint.name} returned without checking its scopes`);
         if (result instanceof RawReply) {
+          // An answer already in its JSON text is held to the endpoint's schema all the same.
+          if (outputValidator && result.status === 200 && result.headers['content-type'] === 'application/json' && typeof result.body === 'string' && !outputValidator(JSON.parse(result.body))) {
+            throw new Error(`${endpoint.name} output does not match its schema: ${describeErrors(outputValidator.errors, 'output')}`);
+          }
           void reply.status(result.status).headers(result.headers);
           return reply.send(result.body ?? '');
         }

@@ -25,6 +25,7 @@ interface Changes {
   cursor: string;
   status: { state: string };
   nodeCount: number;
+  timeBase: number;
   blockedBy: string[];
   graphChanged: boolean;
   changes: { taskIds: string; states: string; runs: number[]; started: (number | null)[]; resolved: (number | null)[] };
@@ -151,6 +152,17 @@ test('changes: a state change after the cursor is delivered once, with the lates
   }, 'second pending');
   assert.equal(changedStates(done).get(first), 'c');
   assert.equal(typeof done.changes.resolved[done.changes.taskIds.indexOf(first) / 22], 'number');
+  // the nodes answer says the same of both tasks as the changes feed, to the millisecond
+  const nodes = await stack.root.request('scheduler', 'GET', `/task-graph/${taskGraphId}/nodes`);
+  assert.equal(nodes.timeBase, done.timeBase);
+  for (const [i, label] of ['first', 'second'].entries()) {
+    const k = done.changes.taskIds.indexOf(ids.get(label) as string) / 22;
+    assert.deepEqual(
+      { state: nodes.states[i], runs: nodes.runs[i], started: nodes.started[i], resolved: nodes.resolved[i] },
+      { state: done.changes.states[k], runs: done.changes.runs[k], started: done.changes.started[k], resolved: done.changes.resolved[k] },
+      label,
+    );
+  }
   await assert.rejects(changes(taskGraphId, 'not-a-cursor'), (err: { status: number }) => err.status === 400);
   await assert.rejects(changes(taskGraphId, '9:5:'), (err: { status: number; message: string }) => err.status === 400 && /cursor/.test(err.message));
 });

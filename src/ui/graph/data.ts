@@ -37,5 +37,14 @@ export interface GraphData {
   timings: { fetchMs: number; parseMs: number; layoutMs: number };
 }
 
-export type WorkerRequest = { type: 'load'; url: string } | { type: 'extend'; url: string };
+/**
+ * A nodes answer for the worker to parse and lay out: the whole graph (`load`) or the nodes an extension added
+ * (`extend`). The page fetches it (while the worker is still starting) and transfers the bytes.
+ */
+export interface WorkerRequest {
+  type: 'load' | 'extend';
+  status: number;
+  body: ArrayBuffer;
+  fetchMs: number;
+}
 export type WorkerResponse = { type: 'graph'; data: GraphData } | { type: 'error'; status: number; message: string };

@@ -1,6 +1,6 @@
-// The layout Web Worker: fetches the graph's compact nodes answer, parses it and lays the graph out off the
-// main thread, then transfers typed arrays to the page. It keeps the raw nodes so an extension (nodes added by
-// extend) only fetches the new ones and lays everything out again.
+// The layout Web Worker: parses the graph's compact nodes answer (the page fetches it and transfers the bytes)
+// and lays the graph out off the main thread, then transfers typed arrays to the page. It keeps the raw nodes so
+// an extension (nodes added by extend) only brings the new ones and everything is laid out again.
 import { csrFromCounts, edgeSegments, layoutGraph } from './layout';
 import { stateCode } from '../states';
 import type { GraphData, GraphHeader, WorkerRequest, WorkerResponse } from './data';
@@ -43,19 +43,17 @@ function append(into: NodesAnswer, more: NodesAnswer): NodesAnswer {
   };
 }
 
-async function handle(request: WorkerRequest): Promise<void> {
-  const t0 = performance.now();
-  const res = await fetch(request.url, { headers: { accept: 'application/json' } });
-  const text = await res.text();
+function handle(request: WorkerRequest): void {
   const t1 = performance.now();
-  if (!res.ok) {
+  const text = new TextDecoder().decode(request.body);
+  if (request.status !== 200) {
     let message = text.slice(0, 300);
     try {
       message = (JSON.parse(text) as { message?: string }).message ?? message;
     } catch {
       // not JSON: keep the text
     }
-    scope.postMessage({ type: 'error', status: res.status, message });
+    scope.postMessage({ type: 'error', status: request.status, message });
     return;
   }
   const answer = JSON.parse(text) as NodesAnswer;
@@ -95,12 +93,16 @@ async function handle(request: WorkerRequest): Promise<void> {
     layers: layout.layers,
     xScale: layout.xScale,
     bounds: layout.bounds,
-    timings: { fetchMs: t1 - t0, parseMs: t2 - t1, layoutMs: t3 - t2 },
+    timings: { fetchMs: request.fetchMs, parseMs: t2 - t1, layoutMs: t3 - t2 },
   };
   const transfer = [members, states, data.runs, data.started, data.resolved, reqStart, req, data.depStart, data.dep, data.xy, edges].map((a) => a.buffer);
   scope.postMessage({ type: 'graph', data }, transfer);
 }
 
 scope.onmessage = (event) => {
-  handle(event.data).catch((err: unknown) => scope.postMessage({ type: 'error', status: 0, message: (err as Error).message }));
+  try {
+    handle(event.data);
+  } catch (err) {
+    scope.postMessage({ type: 'error', status: 0, message: (err as Error).message });
+  }
 };
