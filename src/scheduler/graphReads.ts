@@ -150,7 +150,7 @@ const runTimeSql = (field: 'started' | 'resolved') =>
  * documented alternative to ORDER BY in each aggregate, which on PostgreSQL 15 sorted the 100,000 rows once per
  * aggregate, ten times: 0.7–1.2 s against 0.3–0.6 s).
  */
-export const ENCODED_NODES_SQL = `SELECT count(*)::int AS count,
+const ENCODED_NODES_SQL = `SELECT count(*)::int AS count,
   coalesce(string_agg(task_id, ''), '') AS "taskIds",
   coalesce(string_agg(CASE WHEN member THEN '1' ELSE '0' END, ''), '') AS members,
   coalesce(json_agg(CASE WHEN member THEN coalesce(label, task_id) ELSE '' END)::text, '[]') AS labels,
@@ -176,9 +176,8 @@ FROM (
  * The graph row and its nodes from `fromIdx` on, in node order, read in one snapshot; 404 for no such graph.
  *
  * Postgres encodes the nodes (ENCODED_NODES_SQL): one row of ten strings instead of a row per node, which
- * node-pg turned into an object each — on the 100,000-task graph opened right after its submit, the API spent
- * 1.7 s of CPU on those rows while the scheduler worker and the relay were busy with the same graph
- * (docs/benchmarks.md).
+ * node-pg turned into an object each — on the 100,000-task graph opened right after its submit, those rows took
+ * the API 2 s while the scheduler worker and the relay were busy with the same graph (docs/benchmarks.md).
  */
 export async function readNodes(pool: pg.Pool, taskGraphId: string, fromIdx: number): Promise<{ graph: GraphSnapshotRow; nodes: EncodedNodes }> {
   // One REPEATABLE READ transaction: the graph row, the nodes, their states and the cursor share one snapshot.

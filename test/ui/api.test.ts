@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { startStack, eventually, type Stack } from '../../support/stack.js';
 import { startFastWorker } from '../../support/fastWorker.js';
-import { fastTask, graphOf } from '../../support/graphs.js';
+import { fastTask, graphOf, layeredGraph } from '../../support/graphs.js';
 import { startTestApi } from '../../support/api.js';
 
 // The scheduler endpoints the graph explorer reads: the graphs list, the compact nodes answer and the
@@ -123,6 +123,27 @@ test('nodes: the graph as arrays, in node order, with requires as node indexes; 
   assert.deepEqual(tail.labels, ['join']);
   assert.deepEqual(tail.requires, [1, 2]);
   await assert.rejects(stack.root.request('scheduler', 'GET', `/task-graph/${slugid.nice()}/nodes`), (err: { status: number }) => err.status === 404);
+});
+
+test('nodes: a graph over 10,000 nodes (read with a forced hash join, no JIT) comes back whole, in node order, with its states', async () => {
+  const { graph } = layeredGraph(11, 1000, 'big-nodes');
+  const { taskGraphId, ids } = await submit(graph);
+  const labels = Object.keys(graph.tasks);
+  const index = new Map(labels.map((l, i) => [l, i]));
+  // layer 0 (the first 1,000 labels) pending once the workflow has dispatched it, every other task unscheduled
+  const expected = 'p'.repeat(1000) + 'u'.repeat(10_000);
+  const nodes = await eventually(async () => {
+    const n = await stack.root.request('scheduler', 'GET', `/task-graph/${taskGraphId}/nodes`);
+    return n.states === expected ? n : undefined;
+  }, 'layer 0 pending', 60_000);
+  assert.equal(nodes.nodeCount, 11_000);
+  assert.deepEqual(nodes.labels, labels);
+  assert.equal(nodes.taskIds, labels.map((l) => ids.get(l)).join(''));
+  assert.equal(nodes.members, '1'.repeat(11_000));
+  assert.deepEqual(nodes.requireCounts, labels.map((l) => graph.tasks[l].requires.length));
+  assert.deepEqual(nodes.requires, labels.flatMap((l) => graph.tasks[l].requires.map((r) => index.get(r))));
+  assert.deepEqual(nodes.runs, [...Array(1000).fill(1), ...Array(10_000).fill(0)]);
+  assert.ok(nodes.started.every((t: number | null) => t === null) && nodes.resolved.every((t: number | null) => t === null));
 });
 
 test('changes: a state change after the cursor is delivered once, with the latest run times', async () => {
