@@ -5,6 +5,13 @@ import type { graphOf } from '../support/graphs.js';
 import type { BenchStack } from './scenario.js';
 
 /**
+ * How the fast worker reports in the graph scenarios (throughput and scale, so the two compare graph sizes alone):
+ * true, each claim's runs (4) in one reportResolutions call (tgs's extension); false, one Taskcluster report per
+ * run. Flip it to compare: the queue scenario measures the single reports.
+ */
+export const BATCH_REPORTS = true;
+
+/**
  * Runs a graph to the end with a fast worker of `concurrency` claimers on `workerType`: when it was submitted,
  * when it finished, and the phases in between (seconds after the submission began). `batchReports`: each
  * claim's runs are reported in one reportResolutions call instead of one Taskcluster report each.

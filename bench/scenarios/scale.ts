@@ -1,5 +1,6 @@
 import { layeredGraph } from '../../support/graphs.js';
-import { graphRun } from '../graphRun.js';
+import { cpuSince, cpuSnapshot, type CpuSnapshot } from '../cpu.js';
+import { BATCH_REPORTS, graphRun } from '../graphRun.js';
 import type { BenchStack, Sizes } from '../scenario.js';
 
 async function historyStats(stack: BenchStack, taskGraphId: string) {
@@ -21,13 +22,25 @@ export async function run(stack: BenchStack, sizes: Sizes) {
   stack.log(`scale: ${tasks}-task layered DAG (${layers} layers × ${width}, fan-in ${fanIn})`);
   const { graph, edges } = layeredGraph(layers, width, 'scale', fanIn);
   let submitRss: Record<string, number> = {};
-  const graphRunResult = await graphRun(stack, graph, 16, 'scale', { onSubmitted: () => (submitRss = stack.maxRssMb()) });
+  const cpuBefore = cpuSnapshot(stack.processNames());
+  let cpuSubmitted: CpuSnapshot = cpuBefore;
+  const graphRunResult = await graphRun(stack, graph, 16, 'scale', {
+    batchReports: BATCH_REPORTS,
+    onSubmitted: () => {
+      submitRss = stack.maxRssMb();
+      cpuSubmitted = cpuSnapshot(stack.processNames());
+    },
+  });
+  const cpuAfter = cpuSnapshot(stack.processNames());
   const history = await historyStats(stack, graphRunResult.id);
   return {
     tasks, edges, submit_s: Math.round(graphRunResult.submitS * 10) / 10, finish_s: Math.round(graphRunResult.finishS * 10) / 10,
     max_rss_mb: stack.maxRssMb(),
     // the peak up to the end of the submit, apart from what running the graph adds
     submit_max_rss_mb: submitRss,
+    // CPU per task of the whole run (as the throughput scenario's), and of the submit alone: what grows with the graph
+    cpu_ms_per_task: cpuSince(cpuBefore, cpuAfter, tasks),
+    cpu_ms_per_task_submit: cpuSince(cpuBefore, cpuSubmitted, tasks),
     continue_as_new: history.continueAsNew, max_history_events: history.maxEvents, max_history_bytes: history.maxBytes,
   };
 }

@@ -1,13 +1,7 @@
 import { graphOf } from '../../support/graphs.js';
 import { cpuSince, cpuSnapshot } from '../cpu.js';
-import { graphRun } from '../graphRun.js';
+import { BATCH_REPORTS, graphRun } from '../graphRun.js';
 import type { BenchStack, Sizes } from '../scenario.js';
-
-/**
- * How the fast worker reports: true, each claim's runs (4) in one reportResolutions call (tgs's extension);
- * false, one Taskcluster report per run. Flip it to compare: the queue scenario measures the single reports.
- */
-const BATCH_REPORTS = true;
 
 /** A wide graph (1 → n-2 → 1) run to the end with 16 claimers: tasks a second, and CPU per task by process. */
 export async function run(stack: BenchStack, sizes: Sizes) {
