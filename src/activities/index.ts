@@ -121,6 +121,7 @@ export function createActivities(deps: ActivityDeps) {
       const refused: RefusedRerun[] = [];
       const unready: string[] = [];
       let becamePending: string[] = [];
+      let hops: Parameters<typeof observeHops>[0] = [];
       await withTransaction(pool, async (client) => {
         const members = await graphMembers(client, taskGraphId, taskIds);
         const wanted = items.filter((i) => i.kind === 'schedule').map((i) => i.taskId);
@@ -129,7 +130,9 @@ export function createActivities(deps: ActivityDeps) {
         unready.push(...wanted.filter((id) => !ready.has(id)));
         if (toSchedule.length > 0) {
           const statuses = await scheduleTasks(client, config, toSchedule);
-          becamePending = statuses.filter((s) => s.state === 'pending' && s.runs.length === 1).map((s) => s.taskId);
+          const firstRuns = statuses.filter((s) => s.state === 'pending' && s.runs.length === 1);
+          becamePending = firstRuns.map((s) => s.taskId);
+          hops = firstRuns.map((s) => ({ scheduled: s.runs[0].scheduled, latestRequirementResolved: ready.get(s.taskId) }));
         }
         const reruns = items.filter((i) => i.kind === 'rerun' && members.has(i.taskId));
         unready.push(...items.filter((i) => i.kind === 'rerun' && !members.has(i.taskId)).map((i) => i.taskId));
@@ -172,7 +175,7 @@ export function createActivities(deps: ActivityDeps) {
       if (becamePending.length > 0) {
         deps.log?.info({ taskGraphId, scheduled: becamePending.length, ...(becamePending.length === 1 ? { taskId: becamePending[0] } : {}) }, 'tasks pending');
         deps.log?.debug({ taskGraphId, taskIds: becamePending }, 'tasks pending (ids)');
-        observeHops(pool, taskGraphId, becamePending, deps.log);
+        observeHops(hops);
       }
       // Anything already resolved again (a very fast worker, or a duplicate activity) is reported back.
       return {

@@ -13,7 +13,11 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 /** A pg.Pool on DATABASE_URL; a `pglite:` URL gives the embedded database's shared pool (src/db/pglite.ts). */
 export function createPool(databaseUrl: string, max = 10): pg.Pool {
   if (isPgliteUrl(databaseUrl)) return createPglitePool(databaseUrl);
-  const pool = new pg.Pool({ connectionString: databaseUrl, max });
+  // JIT off for tgs' sessions: every statement here is short, and Postgres JIT-compiles any plan whose estimated
+  // cost passes jit_above_cost, which stale statistics (a graph of 10,000 tasks stored a moment ago) make common:
+  // the dispatch's readiness check took 255 ms a call, 120 ms of it compiling, against 12 ms without JIT.
+  // An `options` in DATABASE_URL replaces this one.
+  const pool = new pg.Pool({ connectionString: databaseUrl, max, options: '-c jit=off' });
   // An idle client that loses its connection must not crash the process.
   pool.on('error', (err) => logger('db').error({ err: err.message }, 'postgres pool error'));
   // pg-pool listens for 'error' only on idle clients. A client checked out (withTransaction, a query in

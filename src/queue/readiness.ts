@@ -6,20 +6,27 @@ import { prepared } from '../db/pool.js';
  * (`all-completed`: completed; `all-resolved`: completed, failed or exception), read from the queue's stored
  * state. The scheduler asks this before it schedules anything, so a forged or stale resolution handed to a
  * graph's workflow can never start a task early. A dependency that no longer exists counts as unresolved.
+ *
+ * Each ready task maps to the latest `resolved` among its dependencies' latest runs (ms since the epoch; null
+ * without dependencies): the start of the hop that ends when the task becomes pending (tgs_graph_hop_seconds).
+ * The rows read to decide readiness hold it, so the metric costs no query of its own (a separate one per
+ * dispatched batch was 12 % of Postgres' statement time in a 10,000-task graph run).
  */
-export async function readyTasks(db: Queryable, taskIds: string[]): Promise<Set<string>> {
-  if (taskIds.length === 0) return new Set();
-  const { rows } = await db.query<{ task_id: string }>(
+export async function readyTasks(db: Queryable, taskIds: string[]): Promise<Map<string, number | null>> {
+  if (taskIds.length === 0) return new Map();
+  const { rows } = await db.query<{ task_id: string; resolved: number | null }>(
     prepared(
-      `SELECT t.task_id FROM tasks t
-       WHERE t.task_id = ANY($1)
-         AND NOT EXISTS (
-           SELECT 1 FROM task_dependencies d LEFT JOIN tasks r ON r.task_id = d.required_task_id
-           WHERE d.dependent_task_id = t.task_id
-             AND NOT (coalesce(r.state, '') = 'completed'
-                      OR (t.requires = 'all-resolved' AND coalesce(r.state, '') IN ('failed', 'exception'))))`,
+      `SELECT t.task_id, dep.resolved FROM tasks t
+       CROSS JOIN LATERAL (
+         SELECT bool_and(coalesce(r.state, '') = 'completed'
+                         OR (t.requires = 'all-resolved' AND coalesce(r.state, '') IN ('failed', 'exception'))) AS met,
+                (extract(epoch FROM max((r.runs -> -1 ->> 'resolved')::timestamptz)) * 1000)::float8 AS resolved
+         FROM task_dependencies d LEFT JOIN tasks r ON r.task_id = d.required_task_id
+         WHERE d.dependent_task_id = t.task_id
+       ) dep
+       WHERE t.task_id = ANY($1) AND dep.met IS NOT FALSE`,
       [taskIds],
     ),
   );
-  return new Set(rows.map((r) => r.task_id));
+  return new Map(rows.map((r) => [r.task_id, r.resolved]));
 }

@@ -392,6 +392,11 @@ export class GraphIntake {
  * runs whenever a chunk is ready; every other member is returned (the envelope), in a null-prototype record.
  * `checkEnvelope` sees the envelope each time a member joins it, so a bad one sent before the tasks is refused
  * before any is written. A member given twice, or `tasks` that is not an object, is refused.
+ *
+ * One chunk's write runs while the next chunk is read and prepared (at most one in flight: the writes share the
+ * transaction's client): the API's CPU and Postgres' overlap instead of taking turns. Whatever ends the read, it
+ * returns or throws only once the write in flight has ended, so a ROLLBACK never runs between a chunk's
+ * statements.
  */
 export async function readGraphBody(
   members: AsyncIterable<StreamedMember> | Iterable<StreamedMember>,
@@ -402,10 +407,27 @@ export async function readGraphBody(
 ): Promise<{ envelope: Record<string, unknown>; tasksSeen: boolean }> {
   const envelope: Record<string, unknown> = Object.create(null);
   let tasksSeen = false;
-  for await (const member of members) {
+  let writing: Promise<void> | undefined;
+  try {
+    for await (const member of members) {
+      readMember(member);
+      if (intake.chunkReady) {
+        await writing;
+        writing = writeChunk();
+        // awaited before the next chunk or at the end; until then its failure must not count as unhandled
+        writing.catch(() => undefined);
+      }
+    }
+    await writing;
+  } catch (err) {
+    await writing?.catch(() => undefined);
+    throw err;
+  }
+  return { envelope, tasksSeen };
+
+  function readMember(member: StreamedMember) {
     if ('parent' in member && member.parent !== undefined) {
       intake.add(member.key, member.value, newTaskId);
-      if (intake.chunkReady) await writeChunk();
     } else if ('expanded' in member) {
       if (tasksSeen) throw new TgsError('InputError', 'body has `tasks` twice');
       tasksSeen = true;
@@ -419,5 +441,4 @@ export async function readGraphBody(
       if (member.key === 'routing') intake.setRouting(typeof member.value === 'string' && GRAPH_ROUTING.test(member.value) ? member.value : '');
     }
   }
-  return { envelope, tasksSeen };
 }

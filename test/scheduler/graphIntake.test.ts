@@ -7,7 +7,7 @@ import { fastTask, graphOf } from '../../support/graphs.js';
 import { objectMembers } from '../../src/api/jsonObjectStream.js';
 import { createTaskGraph } from '../../src/scheduler/createTaskGraph.js';
 import { graphHash } from '../../src/scheduler/graphHash.js';
-import { INTAKE_CHUNK } from '../../src/scheduler/graphIntake.js';
+import { GraphIntake, INTAKE_CHUNK, readGraphBody } from '../../src/scheduler/graphIntake.js';
 import { TASK_BODY_LIMIT } from '../../src/api/bodyLimits.js';
 
 // The streamed intake: nodes validated and written in chunks as the body arrives. No Temporal here (a create
@@ -110,6 +110,36 @@ test('a problem found after chunks were written rolls the whole graph back, nami
   const truncated = JSON.stringify({ tasks: forwardChain(n) }).slice(0, -5000);
   await assert.rejects(create(slugid.nice(), truncated), (err: { code: string }) => err.code === 'InputError');
   assert.deepEqual(await rowCounts(), before, 'nothing written');
+});
+
+test('a chunk is written while the next is read, one write at a time, and a refusal waits for the write in flight', async () => {
+  const n = INTAKE_CHUNK * 3 + 10;
+  const node = JSON.stringify({ task: fastTask('a') });
+  // the second `tasks` member is refused once the first one's chunks are read: the last write is still running then
+  const text = `{"tasks": ${JSON.stringify(forwardChain(n))}, "tasks": {"b": ${node}}}`;
+  const intake = new GraphIntake({ config: t.config, taskGraphId: slugid.nice(), startIdx: 0, now: new Date() });
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let readDuringWrite = 0;
+  let writesEnded = 0;
+  const writeChunk = async () => {
+    // as flush does: the chunk is taken at once, the writing takes a while
+    intake.dropPending();
+    const countAtStart = intake.count;
+    maxInFlight = Math.max(maxInFlight, ++inFlight);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    if (intake.count > countAtStart) readDuringWrite++;
+    inFlight--;
+    writesEnded++;
+  };
+  await assert.rejects(readGraphBody(streamed(text), intake, () => slugid.nice(), writeChunk, () => undefined), (err: Error) => {
+    assert.match(err.message, /body has `tasks` twice/);
+    assert.equal(inFlight, 0, 'the refusal waited for the write in flight');
+    return true;
+  });
+  assert.equal(writesEnded, 3);
+  assert.equal(maxInFlight, 1);
+  assert.ok(readDuringWrite >= 2, `nodes were read while a chunk was written (${readDuringWrite} of 3 writes)`);
 });
 
 test('the same graph again, its members and nodes in another order, is idempotent; a different one is a 409', async () => {
