@@ -1,5 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { startStack, eventually, stackEnv, type Stack } from '../support/stack.js';
 import { freePort } from '../src/temporal/devServer.js';
 import { ApiClient } from '../src/client/http.js';
@@ -19,9 +20,30 @@ function rssMb(pid: number): number {
   }
 }
 
+/**
+ * The tgs processes run as deployed: the built CLI (bin/tgs.js → dist/), what `npm install` and the Docker image run.
+ * Through tsx each was ~70 MB larger (an idle API: 192 against 124 MB), which the peak-RSS goal would count, and the
+ * scheduler worker bundled its workflow code during the first run of new sources. A dist/ older than any file of
+ * src/ is rebuilt first.
+ */
+function ensureBuilt(log: (line: string) => void) {
+  const builtAt = (path: string) => {
+    try {
+      return statSync(path).mtimeMs;
+    } catch {
+      return 0;
+    }
+  };
+  const built = Math.min(builtAt('dist/cli/main.js'), builtAt('dist/workflow-bundle.js'));
+  const stale = readdirSync('src', { recursive: true, encoding: 'utf8' }).find((f) => builtAt(join('src', f)) > built);
+  if (built > 0 && stale === undefined) return;
+  log(built === 0 ? 'dist/ is missing: npm run build (about a minute)' : `src/${stale} is newer than dist/: npm run build (about a minute)`);
+  execFileSync('npm', ['run', 'build'], { stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
 function spawnTgs(stack: Stack, command: string, log: (line: string) => void, env: Record<string, string> = {}): TgsProcess {
   const profile = process.env.TGS_BENCH_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.TGS_BENCH_PROFILE] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'src/cli/entry.ts', command], {
+  const child = spawn(process.execPath, [...profile, 'bin/tgs.js', command], {
     env: {
       ...process.env,
       ...stackEnv(stack),
@@ -71,6 +93,7 @@ async function startProcesses(stack: Stack, processes: TgsProcess[], log: (line:
  */
 export async function startBenchStack(options: { separateProcesses: boolean; postgresUrl?: string; log: (line: string) => void }): Promise<BenchStack> {
   const { separateProcesses, log } = options;
+  if (separateProcesses) ensureBuilt(log);
   const stack = await startStack({
     // the stack's own (idle) API sweeps at the production interval, not the tests' 200 ms
     configOverrides: { claimTimeoutSeconds: 600, sweepIntervalMs: 5000 },
