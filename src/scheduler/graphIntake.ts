@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import { TgsError } from '../errors.js';
 import { compile, describeErrors, jsonProblems } from '../api/validate.js';
 import { scopeSatisfied, type ScopeExpression } from '../auth/scopes.js';
-import { createTasks } from '../queue/createTasks.js';
+import { insertNewTasks } from '../queue/createTasks.js';
 import { createTaskScopes } from '../queue/createTaskScopes.js';
 import type { TaskDefinition } from '../queue/definition.js';
 import { graphNodeSchema, LABEL_PATTERN } from './graphSchema.js';
@@ -16,7 +16,7 @@ import type { StreamedMember } from '../api/jsonObjectStream.js';
 
 /**
  * Nodes validated, then written per chunk in the caller's transaction: a 100,000-task graph is never held whole.
- * 2,000 task definitions (~1 MB) per chunk keep each INSERT as large as createTasks makes them anyway.
+ * 2,000 task definitions (~1 MB) per chunk keep each INSERT as large as insertNewTasks makes them anyway.
  */
 export const INTAKE_CHUNK = 2000;
 
@@ -278,10 +278,12 @@ export class GraphIntake {
       this.options.taskGraphId,
       chunk.map((n) => ({ idx: n.idx, taskId: n.taskId, label: n.label, requires: n.requires, requiresMode: n.definition.requires === 'all-resolved' ? 1 : 0, reruns: n.reruns })),
     );
-    await createTasks(client, this.options.config, chunk.map((n) => ({ taskId: n.taskId, definition: n.definition })), {
+    // the taskIds are this intake's own fresh slugids: nothing to compare with, no status to answer; the
+    // task-defined messages are written once the last chunk is in (src/queue/announceDefined.ts)
+    await insertNewTasks(client, chunk.map((n) => ({ taskId: n.taskId, definition: n.definition })), {
       scheduleIndependent: false,
-      announce: false,
       dependenciesKnown: true,
+      now: new Date(),
     });
   }
 
