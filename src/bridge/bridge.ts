@@ -32,6 +32,11 @@ export interface BridgeOptions {
    * of the previous flush waits for the rest of it, so bursts become one signal instead of many.
    */
   minFlushIntervalMs?: number;
+  /**
+   * After a flush that carried LOADED_FLUSH messages or more (a busy graph, not a chain), the next starts at least
+   * this long (ms) after it instead of minFlushIntervalMs.
+   */
+  loadedFlushIntervalMs?: number;
   maxBatch?: number;
   /** One line per event; lines about one graph name it in `fields.taskGraphId` (src/log.ts lineLogger). */
   log?: (line: string, fields?: { taskGraphId?: string }) => void;
@@ -73,6 +78,9 @@ const RESOLUTION_EXCHANGES: Record<string, ResolvedState> = {
 export function bridgeQueueName(config: Pick<Config, 'exchangePrefix' | 'schedulerId'>): string {
   return `${config.exchangePrefix}tgs/scheduler-bridge/${config.schedulerId}`;
 }
+
+/** A flush of this many messages or more means the bridge is busy: the next waits loadedFlushIntervalMs. */
+const LOADED_FLUSH = 8;
 
 /**
  * Binding patterns of the bridge queue. Routing keys are `<taskId>.<runId>.<workerGroup>.<workerId>.
@@ -119,7 +127,12 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
   // 10,000-task graph at ~3 resolutions a signal. 25 ms gathers ~8 at 300 tasks/s, and a chain's hops
   // (one resolution every ~35 ms) never wait for it.
   const minFlushIntervalMs = options.minFlushIntervalMs ?? 25;
+  // Under load, fewer and larger signals: 50 ms after a flush of 8 or more moved a 10,000-task graph's Temporal +
+  // scheduler worker + bridge CPU from 0.59-0.60 to 0.43-0.44 ms a task, while a chain (one resolution a flush)
+  // keeps the 25 ms and its hop latency.
+  const loadedFlushIntervalMs = options.loadedFlushIntervalMs ?? 50;
   let lastFlushAt = 0;
+  let lastFlushSize = 0;
   const stats: BridgeStats = { received: 0, signals: 0, resolutionsForwarded: 0, dropped: 0, requeued: 0, failedSignals: 0, disagreed: 0, unknownTasks: 0 };
   const prefix = `${config.exchangePrefix}queue/v1/`;
   let stopped = false;
@@ -357,11 +370,12 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
       const ch = channel;
       if (items.length === 0 || !ch) return;
       lastFlushAt = Date.now();
+      lastFlushSize = items.length;
       flushing = flush(items, ch).finally(() => {
         flushing = undefined;
         if (batch.length > 0) scheduleFlush(batch.length >= maxBatch);
       });
-    }, immediate ? 0 : Math.max(flushMs, lastFlushAt + minFlushIntervalMs - Date.now()));
+    }, immediate ? 0 : Math.max(flushMs, lastFlushAt + (lastFlushSize >= LOADED_FLUSH ? loadedFlushIntervalMs : minFlushIntervalMs) - Date.now()));
   };
 
   const onMessage = (msg: ConsumeMessage | null) => {
