@@ -1,7 +1,11 @@
 import pg from 'pg';
 import { randomBytes } from 'node:crypto';
-import { createPool } from '../src/db/pool.js';
+import slugid from 'slugid';
+import { createPool, withTransaction } from '../src/db/pool.js';
 import { migrate } from '../src/db/migrate.js';
+import { insertNewTasks } from '../src/queue/createTasks.js';
+import { validateTaskDefinition, type TaskDefinition } from '../src/queue/definition.js';
+import { fastTask } from './graphs.js';
 
 /** The Postgres server tests use (TGS_TEST_PG, else the local one); the database in it is created per test file. */
 export const defaultPostgresUrl = () => process.env.TGS_TEST_PG || 'postgres://postgres@127.0.0.1:5432';
@@ -39,4 +43,26 @@ export async function createTestDatabase(options: { migrate?: boolean; postgresU
       await c.end();
     },
   };
+}
+
+/**
+ * `count` pending tasks of one new group on tgs-test/`workerType`, shaped as the bench's fast tasks, stored as
+ * createTask stores them (without its messages); then ANALYZE, so the planner sees them as autovacuum would show
+ * them. Returns their taskIds.
+ */
+export async function insertPendingTasks(pool: pg.Pool, count: number, workerType: string): Promise<string[]> {
+  const now = new Date();
+  const taskGroupId = slugid.nice();
+  const rows: { taskId: string; definition: TaskDefinition }[] = [];
+  for (let i = 0; i < count; i++) {
+    const taskId = slugid.nice();
+    const checked = validateTaskDefinition({ ...fastTask(`t${i}`), workerType, taskGroupId }, taskId, now);
+    if ('errors' in checked) throw new Error(checked.errors.join('; '));
+    rows.push({ taskId, definition: checked.definition });
+  }
+  for (let i = 0; i < rows.length; i += 2000) {
+    await withTransaction(pool, (client) => insertNewTasks(client, rows.slice(i, i + 2000), { scheduleIndependent: true, dependenciesKnown: true, now }));
+  }
+  await pool.query('ANALYZE tasks');
+  return rows.map((r) => r.taskId);
 }

@@ -107,7 +107,8 @@ export function outboxMessage(config: Config, row: OutboxRow): { exchange: strin
 export async function startRelay(options: { config: Config; pool?: pg.Pool; log?: (line: string) => void; connectionName?: string }) {
   const { config } = options;
   const log = options.log ?? ((line: string) => console.log(`relay: ${line}`));
-  const pool = options.pool ?? createPool(config.databaseUrl, 2);
+  // Every statement of the relay's own sessions is a named one whose generic plan is the one wanted (CURSOR_READ).
+  const pool = options.pool ?? createPool(config.databaseUrl, 2, { genericPlans: true });
   const ownPool = !options.pool;
   const stats: RelayStats = { published: 0, batches: 0, reconnects: 0, connections: 0, active: false, gaps: 0, gapOverflows: 0 };
   const cursor = new OutboxCursor({ batch: BATCH });

@@ -14,8 +14,12 @@ export interface ClaimRequest {
   workerType: string;
   workerGroup: string;
   workerId: string;
+  /** 1 to MAX_CLAIM_COUNT (claimWork's `tasks`) */
   count: number;
 }
+
+/** The most tasks one claimWork call takes (Taskcluster's limit). */
+export const MAX_CLAIM_COUNT = 32;
 
 /**
  * One statement, so one round trip and no explicit transaction: pick (SKIP LOCKED lets any number of
@@ -23,21 +27,25 @@ export interface ClaimRequest {
  * write each claimed row's task-running message to the outbox for the relay to render. The same work as
  * BEGIN / SELECT FOR UPDATE / UPDATE / INSERT / COMMIT took five round trips; Postgres CPU per round trip
  * is what bounds claim+complete throughput here (docs/benchmarks.md).
+ *
+ * The count is written into the text, one named statement per count, so that Postgres keeps one generic plan for
+ * it: with `LIMIT $n` the generic plan assumed a tenth of the pending rows and a hash join over every task, so every
+ * claim was planned for its values again (0.39 ms planning a claim of one task, against 0.26 ms executing it).
  */
-const CLAIM_SQL = `WITH picked AS (
+const claimSql = (count: number) => `WITH picked AS (
     SELECT task_id FROM tasks
     WHERE provisioner_id = $1 AND worker_type = $2 AND state = 'pending' AND deadline > now()
       -- a quarantined worker gets nothing until quarantineUntil: one primary-key probe in this statement (an
       -- InitPlan run once per claim; 0.04 ms of execution, 3 buffer hits, with 10,000 workers), no round trip
       AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.task_queue_id = $1 || '/' || $2
-                        AND w.worker_group = $4 AND w.worker_id = $5 AND w.quarantine_until > now())
+                        AND w.worker_group = $3 AND w.worker_id = $4 AND w.quarantine_until > now())
     ORDER BY priority_rank DESC, pending_since, task_id
-    LIMIT $3 FOR UPDATE SKIP LOCKED
+    LIMIT ${count} FOR UPDATE SKIP LOCKED
   ), claimed AS (
-    UPDATE tasks t SET state = 'running', taken_until = $6::text::timestamptz, pending_since = NULL,
+    UPDATE tasks t SET state = 'running', taken_until = $5::text::timestamptz, pending_since = NULL,
       runs = jsonb_set(t.runs, ARRAY[(jsonb_array_length(t.runs) - 1)::text],
-        (t.runs -> -1) || jsonb_build_object('state', 'running', 'workerGroup', $4::text, 'workerId', $5::text,
-                                             'takenUntil', $6::text, 'started', $7::text))
+        (t.runs -> -1) || jsonb_build_object('state', 'running', 'workerGroup', $3::text, 'workerId', $4::text,
+                                             'takenUntil', $5::text, 'started', $6::text))
     FROM picked WHERE t.task_id = picked.task_id
     RETURNING t.*
   ), announced AS (
@@ -49,6 +57,13 @@ const CLAIM_SQL = `WITH picked AS (
   )
   SELECT ${TASK_COLUMNS}, definition FROM claimed`;
 
+/** claimSql for each count, made once. */
+const claimStatements = Array.from({ length: MAX_CLAIM_COUNT }, (_, i) => claimSql(i + 1));
+const claimStatement = (count: number) => {
+  if (!Number.isInteger(count) || count < 1 || count > MAX_CLAIM_COUNT) throw new RangeError(`claim count ${count} is not 1 to ${MAX_CLAIM_COUNT}`);
+  return claimStatements[count - 1];
+};
+
 /**
  * Claims up to `count` pending tasks now: highest priority first, FIFO within a priority. Returns each
  * claimed run with the worker's temporary credentials.
@@ -57,7 +72,7 @@ export async function claimPending(pool: pg.Pool, config: Config, issuer: Client
   const now = new Date();
   const takenUntil = new Date(now.getTime() + config.claimTimeoutSeconds * 1000);
   const { rows } = await pool.query<TaskRow & { definition: TaskDefinition }>(
-    prepared(CLAIM_SQL, [req.provisionerId, req.workerType, req.count, req.workerGroup, req.workerId, takenUntil.toISOString(), now.toISOString()]),
+    prepared(claimStatement(req.count), [req.provisionerId, req.workerType, req.workerGroup, req.workerId, takenUntil.toISOString(), now.toISOString()]),
   );
   if (rows.length === 0) return [];
   notifySoon(pool, OUTBOX_CHANNEL, '');

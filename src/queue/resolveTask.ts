@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
-import { notifySoon, prepared, type Queryable } from '../db/pool.js';
+import { anyOf, notifySoon, prepared, type Queryable } from '../db/pool.js';
 import { TgsError, type ErrorCode } from '../errors.js';
 import { OUTBOX_CHANNEL, outboxInsert, outboxRows, type OutboxMessage } from '../exchanges/outbox.js';
 import { resolutionMessage, taskMessage } from './messages.js';
@@ -42,7 +42,7 @@ const REPORT_SQL = `WITH reported AS (
 const REPORTS_SQL = `WITH reported AS (
     UPDATE tasks t SET state = v.state, runs = v.runs, retries_left = v.retries_left, taken_until = NULL, pending_since = v.pending_since
     FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, read_runs jsonb, state text, runs jsonb, retries_left int, pending_since timestamptz)
-    WHERE t.task_id = v.task_id AND t.runs = v.read_runs AND t.task_id = ANY($2::text[])
+    WHERE t.task_id = v.task_id AND t.runs = v.read_runs AND t.task_id = ${anyOf('$2', 'text')}
     RETURNING t.task_id
   ), messages AS (
     ${outboxInsert('$3')}

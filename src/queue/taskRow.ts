@@ -1,4 +1,4 @@
-import { prepared, type Queryable } from '../db/pool.js';
+import { anyOf, prepared, type Queryable } from '../db/pool.js';
 import { isResolved, type TaskState } from '../taskStates.js';
 import type { RunOf } from './run.js';
 
@@ -71,7 +71,7 @@ export function taskStatus(row: TaskRow): TaskStatus {
 export async function loadTasks(db: Queryable, taskIds: string[], lock: 'update' | 'none' = 'none'): Promise<TaskRow[]> {
   if (taskIds.length === 0) return [];
   const { rows } = await db.query<TaskRow>(
-    prepared(`SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = ANY($1) ORDER BY task_id${lock === 'update' ? ' FOR UPDATE' : ''}`, [taskIds]),
+    prepared(`SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = ${anyOf('$1', 'text')} ORDER BY task_id${lock === 'update' ? ' FOR UPDATE' : ''}`, [taskIds]),
   );
   return rows;
 }

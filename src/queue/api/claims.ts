@@ -1,6 +1,6 @@
 import { declare } from '../../api/endpoint.js';
 import { withTransaction } from '../../db/pool.js';
-import { claimWork as claimWorkLoop } from '../claimWork.js';
+import { claimWork as claimWorkLoop, MAX_CLAIM_COUNT } from '../claimWork.js';
 import { reclaimRun, resolveRun, EXCEPTION_REASONS } from '../resolveTask.js';
 import { runCredentials } from '../credentials.js';
 import { loadTaskScopes, taskStatus } from '../taskRow.js';
@@ -26,7 +26,7 @@ export const claimWork = declare({
     properties: {
       workerGroup: { type: 'string', minLength: 1, maxLength: 38, pattern: '^[a-zA-Z0-9_-]*$' },
       workerId: { type: 'string', minLength: 1, maxLength: 38, pattern: '^[a-zA-Z0-9_-]*$' },
-      tasks: { type: 'integer', minimum: 1, maximum: 32 },
+      tasks: { type: 'integer', minimum: 1, maximum: MAX_CLAIM_COUNT },
     },
   },
   async handler({ params, body, deps, authorize, reply, request }) {
