@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { createPool } from '../db/pool.js';
 import { ensureDatabase, migrate } from '../db/migrate.js';
+import { warnWithoutAutovacuum } from '../db/autovacuum.js';
+import { isPgliteUrl } from '../db/pglite.js';
 import { createClientStore, ensureIssuerClient } from '../auth/clients.js';
 import { queueEndpoints } from '../queue/api/index.js';
 import { artifactEndpoints } from '../queue/api/artifacts/index.js';
@@ -44,6 +46,9 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
   await ensureDatabase(config.databaseUrl, infoLine);
   const pool = createPool(config.databaseUrl, 20);
   await migrate(pool, infoLine);
+  // In the process log (tests' in-process APIs have none); the embedded database (tgs dev) has no autovacuum worker
+  // and needs none: it holds a developer's few tasks.
+  if (log && !isPgliteUrl(config.databaseUrl)) await warnWithoutAutovacuum(pool, (line) => log.warn(line));
   const issuer = await ensureIssuerClient(pool);
   const temporal = new LazyTemporalClient(config);
   const claimWaiter = new ClaimWaiter(config.databaseUrl, undefined, logLine);
