@@ -29,13 +29,17 @@ export async function run(stack: BenchStack, sizes: Sizes) {
     latencies.push((claimedAt.get(id) as number) - created);
   }
   await latencyWorker.stop();
-  // Throughput: create the tasks first, then time the claimers draining them; once claiming one task per
-  // claimWork call, once claiming up to 8 (as a worker with capacity does).
+  // Throughput: create the tasks first (createTask one at a time, 50 at once, as a decision task would: timed too),
+  // then time the claimers draining them; once claiming one task per claimWork call, once claiming up to 8 (as a
+  // worker with capacity does).
   const drain = async (workerType: string, batch: number) => {
     const ids = Array.from({ length: sizes.queueTasks }, () => slugid.nice());
+    const created0 = performance.now();
+    const cpuBeforeCreate = cpuSnapshot(stack.processNames());
     for (let i = 0; i < ids.length; i += 50) {
       await Promise.all(ids.slice(i, i + 50).map((id, k) => api.request('queue', 'PUT', `/task/${id}`, { ...fastTask(`tp${i + k}`), workerType })));
     }
+    const create = { perS: Math.round(ids.length / ((performance.now() - created0) / 1000)), cpu: cpuSince(cpuBeforeCreate, cpuSnapshot(stack.processNames()), ids.length) };
     const t0 = performance.now();
     const cpuBefore = cpuSnapshot(stack.processNames());
     const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency: claimers, batch });
@@ -43,13 +47,16 @@ export async function run(stack: BenchStack, sizes: Sizes) {
     const seconds = (performance.now() - t0) / 1000;
     const cpu = cpuSince(cpuBefore, cpuSnapshot(stack.processNames()), ids.length);
     await worker.stop();
-    return { perS: Math.round(ids.length / seconds), cpu };
+    return { perS: Math.round(ids.length / seconds), cpu, create };
   };
   const single = await drain('qtp', 1);
   const batched = await drain('qtp8', 8);
   return {
     claim_p50_ms: percentile(latencies, 50),
     claim_p99_ms: percentile(latencies, 99),
+    // createTask, 50 requests at once: tasks a second and CPU per task by process
+    create_per_s: single.create.perS,
+    cpu_ms_per_task_create: single.create.cpu,
     claim_complete_per_s: single.perS,
     claim_complete_batch8_per_s: batched.perS,
     // CPU milliseconds per task, by process, while draining (where the time goes)

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { AuthContext } from '../auth/authenticate.js';
 import type { ScopeExpression } from '../auth/scopes.js';
+import { prepared } from '../db/pool.js';
 import { TgsError } from '../errors.js';
 import type { ApiDeps } from '../api/deps.js';
 import { extendedSignal, workflowIdFor } from '../workflows/contract.js';
@@ -20,7 +21,7 @@ export async function authorizeTaskInGraphGroup(
   taskId: string,
   ctx: { auth: AuthContext; satisfies(expr: ScopeExpression): boolean; authorizeExpression(expr: ScopeExpression): void },
 ): Promise<{ taskGraphId: string; nodeCount: number } | undefined> {
-  const { rows } = await client.query<{ origin: string }>('SELECT origin FROM task_graphs WHERE task_graph_id = $1', [taskGroupId]);
+  const { rows } = await client.query<{ origin: string }>(prepared('SELECT origin FROM task_graphs WHERE task_graph_id = $1', [taskGroupId]));
   if (rows[0]?.origin !== 'graph') return undefined;
   const graph = await getGraph(client, taskGroupId, true);
   if (!graph) return undefined;

@@ -6,6 +6,10 @@ import { loadConfig } from '../../src/config.js';
 import { createPool } from '../../src/db/pool.js';
 import { claimPending } from '../../src/queue/claimWork.js';
 import { resolveRuns } from '../../src/queue/resolveTask.js';
+import { createTasks } from '../../src/queue/createTasks.js';
+import { validateTaskDefinition, type TaskDefinition } from '../../src/queue/definition.js';
+import { fastTask } from '../../support/graphs.js';
+import slugid from 'slugid';
 import { loadTasks } from '../../src/queue/taskRow.js';
 import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js';
 
@@ -61,6 +65,26 @@ test('claims of 1 and of 4 tasks, the batch report and its read each keep one ge
     // a large read through the same statement still returns every row, in taskId order
     const rows = await loadTasks(pool, claimed.map((c) => c.taskId));
     assert.deepEqual(rows.map((r) => r.task_id), claimed.map((c) => c.taskId).sort());
+  } finally {
+    client.release();
+  }
+});
+
+test('createTask, one task at a time, keeps one generic plan for each of its statements', async () => {
+  const client = await db.pool.connect();
+  try {
+    for (let i = 0; i < 12; i++) {
+      const taskId = slugid.nice();
+      const checked = validateTaskDefinition({ ...fastTask(`c${i}`), workerType: 'plans-create' }, taskId, new Date());
+      assert.ok('definition' in checked);
+      await client.query('BEGIN');
+      await createTasks(client, config, [{ taskId, definition: checked.definition as TaskDefinition }]);
+      await client.query('COMMIT');
+    }
+    for (const fragment of ['SELECT task_id FROM tasks WHERE task_id = ANY', 'INSERT INTO task_groups', 'INSERT INTO tasks (']) {
+      const [p] = await plans(client, fragment);
+      assert.ok(p.generic_plans >= 6 && p.custom_plans <= 6, `${fragment}: ${JSON.stringify(p)}`);
+    }
   } finally {
     client.release();
   }
