@@ -18,7 +18,7 @@ export async function warnWithoutAutovacuum(db: Queryable, warn: (line: string) 
   warn(
     `WARNING Postgres runs with ${off.join(' and ')} off: tgs's tasks and outbox tables change with every claim and report, and without ` +
       'autovacuum their dead rows and stale statistics slow every claim and report more the longer tgs runs. Turn it on ' +
-      '(postgresql.conf: autovacuum = on, track_counts = on; see docs/operations.md, "Postgres")',
+      '(postgresql.conf: autovacuum = on, track_counts = on; docs/deployments.md says why)',
   );
   return true;
 }
