@@ -1,7 +1,7 @@
 // Postgres CPU per task of the queue's hot statements, measured on the backends themselves (/proc/<pid>/stat of
 // each connection, Linux), with no HTTP in between: a fresh database holding `tasks` pending tasks shaped as the
-// bench's fast tasks (support/db.ts insertPendingTasks: statistics analyzed, as autovacuum would have them), drained by `claimers` connections
-// claiming `batch` at a time (claimPending, src/queue/claimWork.ts), then each claim's runs resolved as a worker
+// bench's fast tasks (support/db.ts insertPendingTasks: statistics analyzed, as autovacuum would have them), drained
+// by `claimers` connections claiming `batch` at a time (claimPending, src/queue/claimWork.ts), then each claim's runs resolved as a worker
 // would: one reportCompleted each (resolveRun) when `batch` is 1, else one reportResolutions call a claim
 // (resolveRuns). Not part of `npm run bench`:
 //
@@ -9,9 +9,9 @@
 //
 // CLAIM_BENCH_PLANS=1 also prints how often each named statement was planned for its values (custom plans) and how
 // often it ran its one generic plan (pg_prepared_statements of one connection).
-import { readFileSync } from 'node:fs';
 import type pg from 'pg';
 import { createTestDatabase, insertPendingTasks } from '../support/db.js';
+import { cpuSince, cpuSnapshot } from './cpu.js';
 import { loadConfig } from '../src/config.js';
 import { claimPending } from '../src/queue/claimWork.js';
 import { resolveRun, resolveRuns } from '../src/queue/resolveTask.js';
@@ -24,13 +24,8 @@ const config = loadConfig({});
 const issuer = { clientId: ISSUER_CLIENT_ID, accessToken: generateAccessToken(), scopes: ['*'], expires: new Date('9999-12-31') };
 const groups = { note: () => undefined };
 
-/** CPU milliseconds (user + system) the processes have used. */
-const cpuMs = (pids: number[]) =>
-  pids.reduce((sum, pid) => {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return sum + (Number(fields[11]) + Number(fields[12])) * 10; // USER_HZ 100
-  }, 0);
+/** CPU milliseconds (user + system) the backends have used (bench/cpu.ts, every pid one group). */
+const cpuMs = (pids: number[]) => cpuSince(new Map(), cpuSnapshot(new Map(pids.map((pid) => [pid, 'backends']))), 1).total;
 
 async function measure(clients: pg.PoolClient[]) {
   const pids = await Promise.all(clients.map(async (c) => (await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid));

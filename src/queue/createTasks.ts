@@ -1,13 +1,13 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
-import { anyOf, prepared } from '../db/pool.js';
+import { prepared } from '../db/pool.js';
 import { TgsError } from '../errors.js';
 import { enqueueMessages } from '../exchanges/outbox.js';
 import { PRIORITIES } from './createTaskScopes.js';
 import type { TaskDefinition } from './definition.js';
 import { taskMessage } from './messages.js';
 import { notifyPending } from './notify.js';
-import { taskStatus, TASK_COLUMNS, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
+import { existingTaskIds, loadTasks, taskStatus, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
 
 /** highest = 7 … lowest = 1; `normal` is lowest (docs/formats.md § Task definition). */
 export function priorityRank(priority: string): number {
@@ -87,8 +87,7 @@ export async function insertNewTasks(
   const creating = new Set(tasks.map((t) => t.taskId));
   const deps = options.dependenciesKnown ? [] : [...new Set(tasks.flatMap((t) => t.definition.dependencies))].filter((d) => !creating.has(d));
   if (deps.length > 0) {
-    const { rows } = await client.query<{ task_id: string }>('SELECT task_id FROM tasks WHERE task_id = ANY($1)', [deps]);
-    const found = new Set(rows.map((r) => r.task_id));
+    const found = await existingTaskIds(client, deps);
     const missing = deps.filter((d) => !found.has(d));
     if (missing.length > 0) throw new TgsError('InputError', `dependencies do not exist: ${missing.slice(0, 20).join(', ')}`);
   }
@@ -165,8 +164,7 @@ export async function createTasks(
   // ~0.45 ms of statement time (pg_stat_statements).
   const existing = new Set<string>();
   for (let i = 0; i < ids.length; i += CHUNK) {
-    const { rows } = await client.query<{ task_id: string }>(prepared(`SELECT task_id FROM tasks WHERE task_id = ${anyOf('$1', 'text')}`, [ids.slice(i, i + CHUNK)]));
-    rows.forEach((r) => existing.add(r.task_id));
+    for (const id of await existingTaskIds(client, ids.slice(i, i + CHUNK))) existing.add(id);
   }
   const repeated = tasks.filter((t) => existing.has(t.taskId));
   for (let i = 0; i < repeated.length; i += CHUNK) {
@@ -195,8 +193,7 @@ export async function createTasks(
   const byId = created;
   const stored = [...existing];
   for (let i = 0; i < stored.length; i += CHUNK) {
-    const { rows } = await client.query<TaskRow>(`SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = ANY($1)`, [stored.slice(i, i + CHUNK)]);
-    rows.forEach((r) => byId.set(r.task_id, r));
+    for (const r of await loadTasks(client, stored.slice(i, i + CHUNK))) byId.set(r.task_id, r);
   }
   return ids.map((id) => taskStatus(byId.get(id) as TaskRow));
 }

@@ -159,6 +159,15 @@ export async function loadTaskScopes(db: Queryable, taskId: string): Promise<str
   return rows[0]?.scopes ?? [];
 }
 
+/**
+ * Which of `taskIds` exist. Named, the array through anyOf: createTask asks at every call (for its own ids and its
+ * dependencies), and unnamed Postgres planned it each time.
+ */
+export async function existingTaskIds(db: Queryable, taskIds: string[]): Promise<Set<string>> {
+  const { rows } = await db.query<{ task_id: string }>(prepared(`SELECT task_id FROM tasks WHERE task_id = ${anyOf('$1', 'text')}`, [taskIds]));
+  return new Set(rows.map((r) => r.task_id));
+}
+
 export async function taskExists(db: Queryable, taskId: string): Promise<boolean> {
   const { rowCount } = await db.query('SELECT 1 FROM tasks WHERE task_id = $1', [taskId]);
   return rowCount !== 0;
