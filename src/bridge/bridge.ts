@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Config } from '../config.js';
 import { prepared } from '../db/pool.js';
-import { queueExchangeName } from '../exchanges/exchanges.js';
+import { queueExchangeName, tgsExchangeName } from '../exchanges/exchanges.js';
 import { OutageLog } from '../outageLog.js';
 import { connectBus, type BusChannel as Channel, type BusConnection, type BusMessage as ConsumeMessage } from '../exchanges/bus.js';
 import { observeBridgeLag } from '../observability/metrics.js';
@@ -64,6 +64,8 @@ interface Pending {
   resolution?: Resolution;
 }
 
+const DEPENDENT_DEFINED = tgsExchangeName('', 'dependent-task-defined');
+
 const RESOLUTION_EXCHANGES: Record<string, ResolvedState> = {
   'task-completed': 'completed',
   'task-failed': 'failed',
@@ -93,13 +95,22 @@ export function bridgeBindings(config: Pick<Config, 'bridgeSchedulerIds'>): stri
   return config.bridgeSchedulerIds.map((id) => `*.*.*.*.*.*.${id}.#`);
 }
 
-/** Parses a queue message into what the bridge forwards; undefined for messages it ignores. */
-export function parseQueueMessage(exchangeSuffix: string, body: unknown): Omit<Pending, 'msg'> | undefined {
+/**
+ * Parses a message of the bridge's queue into what the bridge forwards; undefined for messages it ignores.
+ * `exchange` is the exchange's name without the deployment prefix. A `queue/v1/task-defined` message counts as
+ * a dependent-task-defined notice: bridges before that notice existed bound task-defined, and what such a binding
+ * queued before an upgrade is still served.
+ */
+export function parseQueueMessage(exchange: string, body: unknown): Omit<Pending, 'msg'> | undefined {
+  if (exchange === DEPENDENT_DEFINED) {
+    const taskId = (body as { taskId?: unknown } | null)?.taskId;
+    return typeof taskId === 'string' ? { kind: 'defined', taskId } : undefined;
+  }
   const b = body as { status?: { taskId?: string; runs?: { state?: string; reasonResolved?: string }[] }; runId?: number };
   const taskId = b?.status?.taskId;
   if (typeof taskId !== 'string') return undefined;
-  if (exchangeSuffix === 'task-defined') return { kind: 'defined', taskId };
-  const state = RESOLUTION_EXCHANGES[exchangeSuffix];
+  if (exchange === 'queue/v1/task-defined') return { kind: 'defined', taskId };
+  const state = exchange.startsWith('queue/v1/') ? RESOLUTION_EXCHANGES[exchange.slice('queue/v1/'.length)] : undefined;
   const runs = b.status?.runs ?? [];
   if (!state || typeof b.runId !== 'number') return undefined;
   // Only the latest run's resolution is final: an exception followed by the queue's own retry is not.
@@ -109,7 +120,7 @@ export function parseQueueMessage(exchangeSuffix: string, body: unknown): Omit<P
 }
 
 /**
- * AMQP → Temporal: consumes resolution (and task-defined) messages, batches them per graph, and signals
+ * AMQP → Temporal: consumes resolution (and dependent-task-defined) messages, batches them per graph, and signals
  * each graph's workflow once per flush. What a graph hears is the queue's stored state, not the message's
  * word: each resolution is checked against its task's row (latest run and its state) and dropped if the row
  * disagrees, so a message forged on the exchanges cannot resolve a task. A message is acked once every graph
@@ -134,7 +145,7 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
   let lastFlushAt = 0;
   let lastFlushSize = 0;
   const stats: BridgeStats = { received: 0, signals: 0, resolutionsForwarded: 0, dropped: 0, requeued: 0, failedSignals: 0, disagreed: 0, unknownTasks: 0 };
-  const prefix = `${config.exchangePrefix}queue/v1/`;
+  const prefix = config.exchangePrefix;
   let stopped = false;
   let connection: BusConnection | undefined;
   let channel: Channel | undefined;
@@ -144,7 +155,7 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
   const amqpOutage = new OutageLog(log, 'bridge: RabbitMQ');
   const flushOutage = new OutageLog(log, 'bridge: Postgres/Temporal');
   let flushFailures = 0;
-  /** consecutive failed signals per graph (or group, for task-defined), for its backoff */
+  /** consecutive failed signals per graph (or group, for dependent-task-defined), for its backoff */
   const graphFailures = new Map<string, number>();
   const delayed = new Set<NodeJS.Timeout>();
 
@@ -424,11 +435,19 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
         ch.on('error', () => undefined);
         await ch.prefetch(2000);
         await ch.assertQueue(queueName, { durable: true });
-        for (const ex of ['task-completed', 'task-failed', 'task-exception', 'task-defined'] as const) {
-          const name = queueExchangeName(config.exchangePrefix, ex);
+        const bound = [
+          ...(['task-completed', 'task-failed', 'task-exception'] as const).map((ex) => queueExchangeName(config.exchangePrefix, ex)),
+          tgsExchangeName(config.exchangePrefix, 'dependent-task-defined'),
+        ];
+        for (const name of bound) {
           await ch.assertExchange(name, 'topic', { durable: true });
           for (const pattern of bridgeBindings(config)) await ch.bindQueue(queueName, name, pattern);
         }
+        // Bridges before the dependent-task-defined notice bound every task-defined message; a kept binding would
+        // still route a submitted graph's every task through this queue. Unbinding what is not bound is a no-op.
+        const defined = queueExchangeName(config.exchangePrefix, 'task-defined');
+        await ch.assertExchange(defined, 'topic', { durable: true });
+        for (const pattern of bridgeBindings(config)) await ch.unbindQueue(queueName, defined, pattern);
         const current = conn;
         connection = current;
         channel = ch;

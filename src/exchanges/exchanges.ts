@@ -24,6 +24,18 @@ export const schedulerExchanges = [
 ] as const;
 export type SchedulerExchange = (typeof schedulerExchanges)[number];
 
+/**
+ * tgs' own exchanges, between its processes, not part of the Taskcluster surface (docs/formats.md § tgs
+ * exchanges). `dependent-task-defined`: a task created through createTask with dependencies, which its group's
+ * workflow has to take in as a node; the bridge consumes it instead of every task-defined message.
+ */
+export const tgsExchanges = ['dependent-task-defined'] as const;
+export type TgsExchange = (typeof tgsExchanges)[number];
+
+export function tgsExchangeName(prefix: string, exchange: TgsExchange): string {
+  return `${prefix}tgs/v1/${exchange}`;
+}
+
 export function queueExchangeName(prefix: string, exchange: QueueExchange): string {
   return `${prefix}queue/v1/${exchange}`;
 }
@@ -36,6 +48,7 @@ export function allExchangeNames(prefix: string): string[] {
   return [
     ...queueExchanges.map((e) => queueExchangeName(prefix, e)),
     ...schedulerExchanges.map((e) => schedulerExchangeName(prefix, e)),
+    ...tgsExchanges.map((e) => tgsExchangeName(prefix, e)),
   ];
 }
 

@@ -5,7 +5,7 @@ import { TgsError } from '../errors.js';
 import { enqueueMessages } from '../exchanges/outbox.js';
 import { PRIORITIES } from './createTaskScopes.js';
 import type { TaskDefinition } from './definition.js';
-import { taskMessage } from './messages.js';
+import { dependentTaskDefinedMessage, taskMessage } from './messages.js';
 import { notifyPending } from './notify.js';
 import { existingTaskIds, loadTasks, taskStatus, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
 
@@ -148,7 +148,8 @@ export async function insertNewTasks(
  * Creates tasks in the caller's transaction (the queue's createTask). Idempotent per task: the same definition
  * again returns the stored status, a different one is a 409. A task without dependencies becomes pending at once
  * (Taskcluster); one with dependencies stays unscheduled until its group's workflow schedules it. Each new task's
- * task-defined message (and task-pending) is written with it.
+ * task-defined message (and task-pending) is written with it, and for a task with dependencies the bridge's
+ * dependent-task-defined notice.
  */
 export async function createTasks(
   client: pg.PoolClient,
@@ -186,6 +187,9 @@ export async function createTasks(
     const rows = fresh.map((t) => freshRow(t.taskId, t.definition, true, now));
     rows.forEach((r) => created.set(r.task_id, r));
     const messages = rows.map((r) => taskMessage(config, 'task-defined', r));
+    fresh.forEach((t, i) => {
+      if (t.definition.dependencies.length > 0) messages.push(dependentTaskDefinedMessage(config, rows[i]));
+    });
     for (const r of rows) if (r.state === 'pending') messages.push(taskMessage(config, 'task-pending', r, 0));
     for (let i = 0; i < messages.length; i += CHUNK) await enqueueMessages(client, messages.slice(i, i + CHUNK));
     await notifyPending(client, rows.filter((r) => r.state === 'pending').map((r) => `${r.provisioner_id}/${r.worker_type}`));

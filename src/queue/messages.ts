@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { queueExchangeName, taskRoutingKey, type QueueExchange } from '../exchanges/exchanges.js';
+import { queueExchangeName, taskRoutingKey, tgsExchangeName, type QueueExchange } from '../exchanges/exchanges.js';
 import type { OutboxMessage } from '../exchanges/outbox.js';
 import { validateInput } from '../api/validate.js';
 import { taskStatus, type TaskRow } from './taskRow.js';
@@ -64,6 +64,22 @@ export function taskMessage(config: Config, exchange: QueueExchange, row: TaskRo
     ...taskRouting(row, runId, claimed ? run : undefined),
     payload,
     messageId: `${row.task_id}/${runId ?? '_'}/${exchange}/${row.runs.length}`,
+  };
+}
+
+/**
+ * The bridge's notice that a task created with dependencies has to join its group's workflow: the task-defined
+ * message's routing key (so TGS_BRIDGE_SCHEDULER_IDS bindings select it alike), no CC routes, and only the ids as
+ * payload. Tasks of a submitted graph never need one (the graph holds them already), so a graph's 10,000
+ * task-defined messages no longer pass through the bridge's queue ahead of its first resolution.
+ */
+export function dependentTaskDefinedMessage(config: Config, row: TaskRow): OutboxMessage {
+  return {
+    exchange: tgsExchangeName(config.exchangePrefix, 'dependent-task-defined'),
+    routingKey: taskRouting(row, undefined).routingKey,
+    cc: [],
+    payload: { version: 1, taskId: row.task_id, taskGroupId: row.task_group_id },
+    messageId: `${row.task_id}/_/dependent-task-defined/${row.runs.length}`,
   };
 }
 

@@ -1,0 +1,90 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import slugid from 'slugid';
+import { startStack, eventually, type Stack } from '../../support/stack.js';
+import { graphOf } from '../../support/graphs.js';
+import { bridgeQueueName, parseQueueMessage, startBridge } from '../../src/bridge/bridge.js';
+import { connectBus, type BusChannel, type BusConnection } from '../../src/exchanges/bus.js';
+import { queueExchangeName } from '../../src/exchanges/exchanges.js';
+import { WORKFLOW_TYPE, workflowIdFor } from '../../src/workflows/contract.js';
+
+// What reaches the bridge's queue: resolutions and the dependent-task-defined notice of a task created with
+// dependencies, never the task-defined messages of a submitted graph's tasks (its workflow holds them already).
+let stack: Stack;
+let connection: BusConnection;
+let channel: BusChannel;
+
+before(async () => {
+  stack = await startStack({ inProcessBridge: false });
+  connection = await connectBus(stack.config.amqpUrl);
+  channel = await connection.createChannel();
+});
+after(async () => {
+  await connection.close();
+  await stack.stop();
+});
+
+const outboxEmpty = () =>
+  eventually(async () => Number((await stack.api.db.pool.query('SELECT count(*) AS n FROM outbox')).rows[0].n) === 0, 'the relay published everything');
+const queued = async () => (await channel.assertQueue(bridgeQueueName(stack.config), { durable: true })).messageCount;
+const manualTask = (extra: Record<string, unknown> = {}) => ({
+  provisionerId: 'tgs-test',
+  workerType: 'manual',
+  created: new Date().toISOString(),
+  deadline: new Date(Date.now() + 3_600_000).toISOString(),
+  payload: {},
+  metadata: { name: 'bridge queue', description: '', owner: 'test@example.com', source: 'https://example.com' },
+  ...extra,
+});
+
+test("the bridge unbinds task-defined; a graph's tasks never reach its queue, a createTask with dependencies does once", async () => {
+  const bridgeOptions = { config: stack.config, pool: stack.api.db.pool, temporal: async () => stack.client, log: () => undefined };
+  const queueName = bridgeQueueName(stack.config);
+  // A bridge of an earlier version bound every task-defined message to the queue; a bridge starting unbinds it.
+  await channel.assertQueue(queueName, { durable: true });
+  await channel.bindQueue(queueName, queueExchangeName(stack.config.exchangePrefix, 'task-defined'), '#');
+  await (await startBridge(bridgeOptions)).stop();
+
+  const graphId = slugid.nice();
+  const graph = graphOf({ a: {}, b: { requires: ['a'] }, c: { requires: ['a'] } });
+  for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = 'manual';
+  const submitted = await stack.api.request('PUT', `/api/scheduler/v1/task-graph/${graphId}`, graph);
+  assert.equal(submitted.status, 200);
+  const rootId = (submitted.body.tasks as { label: string; taskId: string }[]).find((t) => t.label === 'a')?.taskId as string;
+  await eventually(async () => (await stack.api.request('GET', `/api/queue/v1/task/${rootId}/status`)).body.status.state === 'pending', 'root pending');
+  await outboxEmpty();
+  assert.equal(await queued(), 0, "none of the graph's three task-defined messages is in the bridge's queue");
+
+  // Queue-level: a task without dependencies needs no workflow; one with dependencies has its group's workflow take it in.
+  const group = slugid.nice();
+  const independent = slugid.nice();
+  const dependent = slugid.nice();
+  assert.equal((await stack.api.request('PUT', `/api/queue/v1/task/${independent}`, manualTask({ taskGroupId: group }))).status, 200);
+  assert.equal((await stack.api.request('PUT', `/api/queue/v1/task/${dependent}`, manualTask({ taskGroupId: group, dependencies: [independent] }))).status, 200);
+  await outboxEmpty();
+  assert.equal(await queued(), 1, 'one dependent-task-defined notice, for the task with dependencies');
+
+  const bridge = await startBridge(bridgeOptions);
+  try {
+    await eventually(async () => (await queued()) === 0 && bridge.stats.signals === 1, 'the notice forwarded');
+    const description = await stack.client.workflow.getHandle(workflowIdFor(group)).describe();
+    assert.equal(description.type, WORKFLOW_TYPE, "the group's workflow was started for it");
+  } finally {
+    await bridge.stop();
+  }
+});
+
+test('parseQueueMessage: the notice, a task-defined message queued by an earlier binding, resolutions and junk', () => {
+  assert.deepEqual(parseQueueMessage('tgs/v1/dependent-task-defined', { version: 1, taskId: 'T', taskGroupId: 'G' }), { kind: 'defined', taskId: 'T' });
+  assert.equal(parseQueueMessage('tgs/v1/dependent-task-defined', { version: 1, taskId: 7 }), undefined);
+  assert.equal(parseQueueMessage('tgs/v1/dependent-task-defined', null), undefined);
+  assert.deepEqual(parseQueueMessage('queue/v1/task-defined', { status: { taskId: 'T', runs: [] } }), { kind: 'defined', taskId: 'T' });
+  const completed = { status: { taskId: 'T', runs: [{ state: 'completed' }] }, runId: 0 };
+  assert.deepEqual(parseQueueMessage('queue/v1/task-completed', completed), {
+    kind: 'resolution',
+    taskId: 'T',
+    resolution: { taskId: 'T', runId: 0, state: 'completed' },
+  });
+  assert.equal(parseQueueMessage('queue/v1/task-pending', completed), undefined, 'not an exchange the bridge forwards');
+  assert.equal(parseQueueMessage('scheduler/v1/task-completed', completed), undefined, 'a resolution exchange only under queue/v1/');
+});
