@@ -8,7 +8,8 @@ test('a suggestion right after loading a big graph is not honoured (it would con
   const loadedAt = { events: 80, bytes: 7_000_000 };
   assert.equal(shouldContinueAsNew(info(85, 7_100_000, true), loadedAt, 10_000), false);
   assert.equal(shouldContinueAsNew(info(200, 7_500_000, true), loadedAt, 10_000), false, 'not enough work bytes yet');
-  assert.equal(shouldContinueAsNew(info(900, 9_000_000, true), loadedAt, 10_000), true);
+  assert.equal(shouldContinueAsNew(info(900, 9_000_000, true), loadedAt, 10_000), false, 'reloading would write more history than the run did');
+  assert.equal(shouldContinueAsNew(info(2_000, 14_100_000, true), loadedAt, 10_000), true, 'the run wrote as much as loading');
 });
 
 test('a small graph follows the suggestion as soon as it did more work than loading', () => {
