@@ -7,6 +7,11 @@ import { insertNewTasks } from '../src/queue/createTasks.js';
 import { validateTaskDefinition, type TaskDefinition } from '../src/queue/definition.js';
 import { fastTask } from './graphs.js';
 
+/** How many rows wait in the outbox (the relay deletes each once RabbitMQ confirmed it). */
+export async function outboxCount(pool: Pick<pg.Pool, 'query'>): Promise<number> {
+  return Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0].n);
+}
+
 /** The Postgres server tests use (TGS_TEST_PG, else the local one); the database in it is created per test file. */
 export const defaultPostgresUrl = () => process.env.TGS_TEST_PG || 'postgres://postgres@127.0.0.1:5432';
 

@@ -6,6 +6,7 @@ import { OUTBOX_CHANNEL } from '../exchanges/outbox.js';
 import type { ClaimWaiter } from './claimWaiter.js';
 import { runCredentials } from './credentials.js';
 import type { TaskDefinition } from './definition.js';
+import { renderedMessagesInsert } from './messages.js';
 import { taskStatus, TASK_COLUMNS, type TaskRow } from './taskRow.js';
 import { observeClaimWork, taskPendingWait } from '../observability/metrics.js';
 
@@ -49,11 +50,7 @@ const claimSql = (count: number) => `WITH picked AS (
     FROM picked WHERE t.task_id = picked.task_id
     RETURNING t.*
   ), announced AS (
-    -- the claimed row as a TaskRow (the same columns a read returns), for the relay to render
-    INSERT INTO outbox (message_id, exchange, routing_key, payload, render)
-    SELECT c.task_id || '/' || (jsonb_array_length(c.runs) - 1) || '/task-running', '', '',
-           jsonb_build_object('row', to_jsonb(c), 'runId', jsonb_array_length(c.runs) - 1), 'task-running'
-    FROM (SELECT ${TASK_COLUMNS} FROM claimed) c
+    ${renderedMessagesInsert('claimed', 'task-running')}
   )
   SELECT ${TASK_COLUMNS}, definition FROM claimed`;
 

@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import { queueExchangeName, taskRoutingKey, tgsExchangeName, type QueueExchange } from '../exchanges/exchanges.js';
 import type { OutboxMessage } from '../exchanges/outbox.js';
 import { validateInput } from '../api/validate.js';
-import { taskStatus, type TaskRow } from './taskRow.js';
+import { taskStatus, TASK_COLUMNS, type TaskRow } from './taskRow.js';
 
 const messageSchema = {
   $id: 'tgs:queue-task-message',
@@ -81,6 +81,18 @@ export function dependentTaskDefinedMessage(config: Config, row: TaskRow): Outbo
     payload: { version: 1, taskId: row.task_id, taskGroupId: row.task_group_id },
     messageId: `${row.task_id}/_/dependent-task-defined/${row.runs.length}`,
   };
+}
+
+/**
+ * SQL: an INSERT of one outbox row per row of `from` (a CTE's RETURNING t.* of tasks just changed), each the row as a
+ * TaskRow (the same columns a read returns) with its latest run, for the relay to render as an `exchange` message
+ * (src/exchanges/relay.ts outboxMessage). The single statements that change tasks and announce them at once use it.
+ */
+export function renderedMessagesInsert(from: string, exchange: QueueExchange): string {
+  return `INSERT INTO outbox (message_id, exchange, routing_key, payload, render)
+    SELECT c.task_id || '/' || (jsonb_array_length(c.runs) - 1) || '/${exchange}', '', '',
+           jsonb_build_object('row', to_jsonb(c), 'runId', jsonb_array_length(c.runs) - 1), '${exchange}'
+    FROM (SELECT ${TASK_COLUMNS} FROM ${from}) c`;
 }
 
 /** The message announcing a run's resolution. */

@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import { anyOf, notifyAfterCommit, prepared, type Queryable } from '../db/pool.js';
 import { OUTBOX_CHANNEL } from '../exchanges/outbox.js';
+import { renderedMessagesInsert } from './messages.js';
 import { notifyPending } from './notify.js';
 import { loadTasks, taskStatus, TASK_COLUMNS, type TaskRow, type TaskStatus } from './taskRow.js';
 
@@ -23,10 +24,7 @@ const SCHEDULE = `WITH locked AS (
     FROM locked WHERE t.task_id = locked.task_id AND t.state = 'unscheduled'
     RETURNING t.*
   ), announced AS (
-    INSERT INTO outbox (message_id, exchange, routing_key, payload, render)
-    SELECT c.task_id || '/' || (jsonb_array_length(c.runs) - 1) || '/task-pending', '', '',
-           jsonb_build_object('row', to_jsonb(c), 'runId', jsonb_array_length(c.runs) - 1), 'task-pending'
-    FROM (SELECT ${TASK_COLUMNS} FROM scheduled) c
+    ${renderedMessagesInsert('scheduled', 'task-pending')}
   )
   SELECT ${TASK_COLUMNS} FROM scheduled`;
 

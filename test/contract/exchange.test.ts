@@ -6,7 +6,7 @@ import { queueExchangeName, taskRoutingKey } from '../../src/exchanges/exchanges
 import { enqueueMessages } from '../../src/exchanges/outbox.js';
 import { startRelay } from '../../src/exchanges/relay.js';
 import { loadConfig } from '../../src/config.js';
-import { createTestDatabase, type TestDatabase } from '../../support/db.js';
+import { createTestDatabase, outboxCount, type TestDatabase } from '../../support/db.js';
 import { eventually } from '../../support/stack.js';
 
 // One suite, two buses: RabbitMQ (what deployments use) and the in-process bus of `tgs dev` without
@@ -263,7 +263,7 @@ for (const impl of implementations) {
         assert.deepEqual(JSON.parse(got[0].body), { n: 0 });
         assert.equal(got[0].contentType, 'application/json');
         // A row is deleted once the broker confirmed it, which may come after a consumer already got the message.
-        const outboxEmpty = async () => Number((await (db as TestDatabase).pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0].n) === 0;
+        const outboxEmpty = async () => (await outboxCount((db as TestDatabase).pool)) === 0;
         await eventually(outboxEmpty, 'published rows leave the outbox', 15_000);
         for (const name of (await import('../../src/exchanges/exchanges.js')).allExchangeNames(relayPrefix)) exchanges.add(name);
       } finally {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { startStack, eventually, type Stack } from '../../support/stack.js';
 import { graphOf } from '../../support/graphs.js';
+import { outboxCount } from '../../support/db.js';
 import { startBridge } from '../../src/bridge/bridge.js';
 import { extendedSignal, statusQuery, workflowIdFor } from '../../src/workflows/contract.js';
 
@@ -49,7 +50,7 @@ test('a graph whose signal fails is retried alone with backoff; the graph in the
   const claim = await stack.api.request('POST', '/api/queue/v1/claim-work/tgs-test/manual', { tasks: 2, workerGroup: 'g', workerId: 'w' });
   assert.equal(claim.body.tasks.length, 2);
   for (const taskId of [first, only]) await stack.api.request('POST', `/api/queue/v1/task/${taskId}/runs/0/completed`);
-  await eventually(async () => Number((await stack.api.db.pool.query('SELECT count(*) AS n FROM outbox')).rows[0].n) === 0, 'both resolutions in the bridge queue');
+  await eventually(async () => (await outboxCount(stack.api.db.pool)) === 0, 'both resolutions in the bridge queue');
 
   const log: string[] = [];
   const startedAt = Date.now();

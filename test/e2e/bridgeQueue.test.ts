@@ -2,7 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { startStack, eventually, type Stack } from '../../support/stack.js';
-import { graphOf } from '../../support/graphs.js';
+import { fastTask, graphOf } from '../../support/graphs.js';
+import { outboxCount } from '../../support/db.js';
 import { bridgeQueueName, parseQueueMessage, startBridge } from '../../src/bridge/bridge.js';
 import { connectBus, type BusChannel, type BusConnection } from '../../src/exchanges/bus.js';
 import { queueExchangeName } from '../../src/exchanges/exchanges.js';
@@ -25,17 +26,9 @@ after(async () => {
 });
 
 const outboxEmpty = () =>
-  eventually(async () => Number((await stack.api.db.pool.query('SELECT count(*) AS n FROM outbox')).rows[0].n) === 0, 'the relay published everything');
+  eventually(async () => (await outboxCount(stack.api.db.pool)) === 0, 'the relay published everything');
 const queued = async () => (await channel.assertQueue(bridgeQueueName(stack.config), { durable: true })).messageCount;
-const manualTask = (extra: Record<string, unknown> = {}) => ({
-  provisionerId: 'tgs-test',
-  workerType: 'manual',
-  created: new Date().toISOString(),
-  deadline: new Date(Date.now() + 3_600_000).toISOString(),
-  payload: {},
-  metadata: { name: 'bridge queue', description: '', owner: 'test@example.com', source: 'https://example.com' },
-  ...extra,
-});
+const manualTask = (extra: Record<string, unknown> = {}) => ({ ...fastTask('bridge queue'), workerType: 'manual', ...extra });
 
 test("the bridge unbinds task-defined; a graph's tasks never reach its queue, a createTask with dependencies does once", async () => {
   const bridgeOptions = { config: stack.config, pool: stack.api.db.pool, temporal: async () => stack.client, log: () => undefined };

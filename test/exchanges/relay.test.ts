@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import amqp from 'amqplib';
 import pg from 'pg';
-import { createTestDatabase, type TestDatabase } from '../../support/db.js';
+import { createTestDatabase, outboxCount as countOutbox, type TestDatabase } from '../../support/db.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { enqueueMessages, type OutboxMessage } from '../../src/exchanges/outbox.js';
 import { startRelay } from '../../src/exchanges/relay.js';
@@ -84,7 +84,7 @@ test('every outbox message reaches RabbitMQ even when the broker closes the rela
   assert.ok(pid, `relay connection ${connectionName} found`);
   execFileSync('rabbitmqctl', ['close_connection', pid, 'relay test: simulated broker failure'], { stdio: 'ignore' });
   await write(total / 2, total);
-  await eventually(async () => Number((await db.pool.query('SELECT count(*) AS n FROM outbox')).rows[0].n) === 0, 'outbox drained', 60_000);
+  await eventually(async () => (await outboxCount()) === 0, 'outbox drained', 60_000);
   assert.ok(relay.stats.connections >= 2, 'the relay lost its connection and made a new one');
   await relay.stop();
   const seen = new Map<string, string>();
@@ -144,7 +144,7 @@ test('a relay whose lock session is killed stops publishing, the standby takes o
   const batchesOfAAtLoss = a.stats.batches;
   await eventually(async () => b.stats.active, 'the standby takes over', 30_000);
   await writer;
-  await eventually(async () => Number((await db.pool.query('SELECT count(*) AS n FROM outbox')).rows[0].n) === 0, 'outbox drained', 60_000);
+  await eventually(async () => (await outboxCount()) === 0, 'outbox drained', 60_000);
   assert.ok(a.stats.batches - batchesOfAAtLoss <= 1, 'the relay that lost its lock finished at most the batch in flight, and published nothing more');
   assert.equal(a.stats.active, false, 'and stands by while the other one holds the lock');
   assert.equal(logA.filter((l) => l.includes('lost the relay lock session')).length, 1, 'the loss is logged once');
@@ -186,7 +186,7 @@ async function drainCounts(queue: string): Promise<Map<string, number>> {
   return seen;
 }
 
-const outboxCount = async () => Number((await db.pool.query('SELECT count(*) AS n FROM outbox')).rows[0].n);
+const outboxCount = () => countOutbox(db.pool);
 
 /** A transaction on its own connection that writes outbox rows and stays open until the test ends it. */
 async function openTransaction(t: TestContext) {

@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { createTestDatabase, type TestDatabase } from '../../support/db.js';
+import { createTestDatabase, outboxCount, type TestDatabase } from '../../support/db.js';
 import { fastTask } from '../../support/graphs.js';
 import { loadConfig } from '../../src/config.js';
 import { withTransaction } from '../../src/db/pool.js';
@@ -68,5 +68,5 @@ test('schedules unscheduled tasks before their deadline, once, with the run and 
 
   const again = await withTransaction(db.pool, (client) => scheduleTasks(client, config, [b, c]));
   assert.deepEqual(again.map((s) => s.runs.length), [1, 1], 'scheduling again adds no run');
-  assert.equal(Number((await db.pool.query('SELECT count(*) AS n FROM outbox')).rows[0].n), 2, 'and no message');
+  assert.equal(await outboxCount(db.pool), 2, 'and no message');
 });
