@@ -5,16 +5,17 @@ import { withTransaction } from '../db/pool.js';
 import { TgsError } from '../errors.js';
 import { validateInput } from '../api/validate.js';
 import type { ScopeExpression } from '../auth/scopes.js';
-import { announceDefined } from '../queue/announceDefined.js';
+import { announceDefined } from './announceDefined.js';
 import { graphEnvelopeSchema } from './graphSchema.js';
-import { GraphIntake, readGraphBody } from './graphIntake.js';
+import { GraphIntake, readGraphBody, type LabelledTask } from './graphIntake.js';
 import { graphHash } from './graphHash.js';
 import { graphMembers, type GraphBody } from './graphMembers.js';
 import { getGraph, setNodeCounts, type GraphRow } from './graphStore.js';
 
 export interface CreatedGraph {
   graph: GraphRow;
-  tasks: { label: string; taskId: string }[];
+  /** the graph's labels and taskIds in idx order, a page at a time, made or read only as the answer is written */
+  tasks: Iterable<LabelledTask[]> | AsyncIterable<LabelledTask[]>;
 }
 
 export interface GraphEnvelope {
@@ -24,12 +25,17 @@ export interface GraphEnvelope {
   tags: Record<string, string>;
 }
 
-async function existingResult(db: pg.Pool | pg.PoolClient, row: GraphRow): Promise<CreatedGraph> {
-  const { rows } = await db.query<{ label: string; task_id: string }>(
-    'SELECT label, task_id FROM graph_nodes WHERE task_graph_id = $1 AND member ORDER BY idx',
-    [row.task_graph_id],
-  );
-  return { graph: row, tasks: rows.map((r) => ({ label: r.label, taskId: r.task_id })) };
+/** A stored graph's members, read 5,000 at a time in idx order once the answer asks for them. */
+async function* storedTasks(pool: pg.Pool, taskGraphId: string): AsyncGenerator<LabelledTask[]> {
+  for (let from = 0; ; ) {
+    const { rows } = await pool.query<{ label: string; task_id: string; idx: number }>(
+      'SELECT label, task_id, idx FROM graph_nodes WHERE task_graph_id = $1 AND member AND idx >= $2 ORDER BY idx LIMIT 5000',
+      [taskGraphId, from],
+    );
+    if (rows.length === 0) return;
+    yield rows.map((r) => ({ label: r.label, taskId: r.task_id }));
+    from = rows[rows.length - 1].idx + 1;
+  }
 }
 
 const conflict = (taskGraphId: string) => new TgsError('RequestConflict', `task-graph ${taskGraphId} already exists with a different definition`);
@@ -95,7 +101,7 @@ export async function createTaskGraph(
       if (already) {
         const hash = intake.keptNodes ? graphHash({ ...envelope, tasks: intake.keptNodes }) : intake.graphHash({ ...envelope });
         if (already.graph_hash !== hash) throw conflict(taskGraphId);
-        return { ...(await existingResult(client, already)), created: false };
+        return { graph: already, tasks: storedTasks(pool, taskGraphId), created: false };
       }
       await writeChunk();
       if (intake.routingAssumed && envelope.routing !== '') {
@@ -112,7 +118,7 @@ export async function createTaskGraph(
         [taskGraphId, envelope.routing, intake.graphHash({ ...envelope }), envelope.scopes, envelope.metadata, envelope.tags],
       );
       await setNodeCounts(client, taskGraphId, intake.count, intake.count);
-      await announceDefined(client, intake.createdTaskIds());
+      await announceDefined(client, taskGraphId, 0, intake.count);
       return { graph: { ...rows[0], node_count: intake.count, task_count: intake.count }, tasks: intake.created(), created: true };
     });
   } catch (err) {

@@ -4,8 +4,8 @@ import type { Config } from '../config.js';
 import { withTransaction } from '../db/pool.js';
 import { TgsError } from '../errors.js';
 import type { ScopeExpression } from '../auth/scopes.js';
-import { announceDefined } from '../queue/announceDefined.js';
-import { GraphIntake, readGraphBody } from './graphIntake.js';
+import { announceDefined } from './announceDefined.js';
+import { GraphIntake, readGraphBody, type LabelledTask } from './graphIntake.js';
 import { graphMembers, type GraphBody } from './graphMembers.js';
 import { getGraph, memberIndex, setNodeCounts, type GraphRow } from './graphStore.js';
 
@@ -19,7 +19,7 @@ export async function extendTaskGraph(
   taskGraphId: string,
   body: GraphBody,
   authorize: (expr: ScopeExpression) => void,
-): Promise<{ graph: GraphRow; tasks: { label: string; taskId: string }[] }> {
+): Promise<{ graph: GraphRow; tasks: Iterable<LabelledTask[]> }> {
   authorize(`scheduler:extend-task-graph:${taskGraphId}`);
   const members = graphMembers(body);
   return withTransaction(deps.pool, async (client) => {
@@ -47,7 +47,7 @@ export async function extendTaskGraph(
     await intake.flush(client);
     const nodeCount = graph.node_count + intake.count;
     await setNodeCounts(client, taskGraphId, nodeCount, intake.count);
-    await announceDefined(client, intake.createdTaskIds());
+    await announceDefined(client, taskGraphId, graph.node_count, nodeCount);
     return { graph: { ...graph, node_count: nodeCount, task_count: graph.task_count + intake.count }, tasks: intake.created() };
   });
 }

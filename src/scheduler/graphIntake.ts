@@ -11,6 +11,7 @@ import { graphNodeSchema, LABEL_PATTERN } from './graphSchema.js';
 import { describeGraphErrors, prepareNode, type GraphErrors } from './prepareGraph.js';
 import { canonicalDigest } from './graphHash.js';
 import { insertMemberNodes } from './graphStore.js';
+import { LabelTable } from './labelTable.js';
 import { refuseOverNodeLimit } from './nodeLimit.js';
 import type { StreamedMember } from '../api/jsonObjectStream.js';
 
@@ -68,17 +69,23 @@ export interface IntakeOptions {
   keepNodes?: boolean;
 }
 
+/** A label and the taskId it was given, as a create or extend answers them. */
+export interface LabelledTask {
+  label: string;
+  taskId: string;
+}
+
 /**
  * The nodes of one create or extend, taken one at a time as the body streams in (src/api/jsonObjectStream.ts):
  * each is validated and prepared as it arrives, and written in chunks of INTAKE_CHUNK by `flush`. What it keeps
- * for the whole graph is small: per label its idx and taskId, the requires edges as Int32 pairs, and a 32-byte
- * digest per node for the idempotency hash. Labels may be named (requires, `$subs`) before they are defined; every
- * name gets its idx and taskId at first mention, and `finish` refuses names never defined.
+ * for the whole graph is small: the new labels with their taskIds as bytes (src/scheduler/labelTable.ts; a label's
+ * idx is startIdx + its index there), the requires edges as Int32 pairs, and a 32-byte digest per node for the
+ * idempotency hash. Labels may be named (requires, `$subs`) before they are defined; every name gets its idx and
+ * taskId at first mention, and `finish` refuses names never defined.
  */
 export class GraphIntake {
-  private readonly slots = new Map<string, number>();
-  private readonly labels: string[] = [];
-  private readonly taskIds: string[] = [];
+  /** the labels this body names that the graph has not: defined by it, or only named so far */
+  private readonly table = new LabelTable();
   /** 1 where the label was defined by this body, 2 where it exists in the graph already */
   private defined = new Uint8Array(1024);
   private digests = Buffer.alloc(32 * 1024);
@@ -101,12 +108,7 @@ export class GraphIntake {
   constructor(private readonly options: IntakeOptions) {
     this.routing = options.routing;
     this.keptNodes = options.keepNodes ? Object.create(null) : undefined;
-    for (const [label, node] of options.existing ?? []) {
-      this.slots.set(label, node.idx);
-      this.setDefined(node.idx, 2);
-      this.labels[node.idx] = label;
-      this.taskIds[node.idx] = node.taskId;
-    }
+    for (const node of options.existing?.values() ?? []) this.setDefined(node.idx, 2);
   }
 
   get hasErrors(): boolean {
@@ -143,21 +145,30 @@ export class GraphIntake {
     else this.moreErrorLabels++;
   }
 
-  /** The idx of a label, given one (and a fresh taskId) at its first mention. */
+  /** The idx of a label, given one at its first mention. */
   private slot(label: string): number {
-    let idx = this.slots.get(label);
-    if (idx === undefined) {
-      idx = this.options.startIdx + this.slots.size - (this.options.existing?.size ?? 0);
-      this.slots.set(label, idx);
-      this.labels[idx] = label;
-      this.taskIds[idx] = '';
-    }
-    return idx;
+    const known = this.options.existing?.get(label);
+    if (known) return known.idx;
+    const index = this.table.indexOf(label);
+    return this.options.startIdx + (index >= 0 ? index : this.table.add(label));
   }
 
-  private taskIdAt(idx: number, fresh: () => string): string {
-    if (!this.taskIds[idx]) this.taskIds[idx] = fresh();
-    return this.taskIds[idx];
+  /** The taskId of a label, given a fresh one at its first mention. */
+  private taskIdOf(label: string, fresh: () => string): string {
+    const known = this.options.existing?.get(label);
+    if (known) return known.taskId;
+    const index = this.slot(label) - this.options.startIdx;
+    let taskId = this.table.taskId(index);
+    if (taskId === '') {
+      taskId = fresh();
+      this.table.setTaskId(index, taskId);
+    }
+    return taskId;
+  }
+
+  /** The label of a new node (idx ≥ startIdx). */
+  private labelAt(idx: number): string {
+    return this.table.label(idx - this.options.startIdx);
   }
 
   /**
@@ -169,12 +180,12 @@ export class GraphIntake {
       this.fail(label.slice(0, 300), `label must match ${LABEL_PATTERN}`);
       return;
     }
-    const existing = this.slots.get(label);
-    if (existing !== undefined && this.defined[existing] === 2) {
+    if (this.options.existing?.has(label)) {
       this.fail(label, 'label already exists in this task-graph');
       return;
     }
-    if (existing !== undefined && this.defined[existing] === 1) {
+    const named = this.table.indexOf(label);
+    if (named >= 0 && this.defined[this.options.startIdx + named] === 1) {
       this.fail(label, 'label appears twice in tasks');
       return;
     }
@@ -196,7 +207,7 @@ export class GraphIntake {
     }
     if (this.keptNodes) this.keptNodes[label] = node;
     this.digest(idx, node);
-    const taskIdOf = (name: string) => this.taskIdAt(this.slot(name), newTaskId);
+    const taskIdOf = (name: string) => this.taskIdOf(name, newTaskId);
     for (const r of node.requires) {
       if (r === label) {
         this.fail(label, 'requires itself');
@@ -206,13 +217,14 @@ export class GraphIntake {
       this.requiresTo.push(this.slot(r));
     }
     if (this.routing === undefined) this.assumedRouting = true;
+    const taskId = taskIdOf(label);
     const prepared = prepareNode({
       config: this.options.config,
       taskGraphId: this.options.taskGraphId,
       graphRouting: this.routing ?? '',
       label,
       node,
-      taskId: taskIdOf(label),
+      taskId,
       taskIdOf,
       onSubs: (name) => {
         this.subsFrom.push(idx);
@@ -242,8 +254,8 @@ export class GraphIntake {
     this.pending.push({
       label,
       idx,
-      taskId: this.taskIds[idx],
-      requires: node.requires.filter((r) => r !== label).map((r) => this.slots.get(r) as number),
+      taskId,
+      requires: node.requires.filter((r) => r !== label).map((r) => this.slot(r)),
       reruns: node.reruns,
       definition,
     });
@@ -279,7 +291,7 @@ export class GraphIntake {
       chunk.map((n) => ({ idx: n.idx, taskId: n.taskId, label: n.label, requires: n.requires, requiresMode: n.definition.requires === 'all-resolved' ? 1 : 0, reruns: n.reruns })),
     );
     // the taskIds are this intake's own fresh slugids: nothing to compare with, no status to answer; the
-    // task-defined messages are written once the last chunk is in (src/queue/announceDefined.ts)
+    // task-defined messages are written once the last chunk is in (src/scheduler/announceDefined.ts)
     await insertNewTasks(client, chunk.map((n) => ({ taskId: n.taskId, definition: n.definition })), {
       scheduleIndependent: false,
       dependenciesKnown: true,
@@ -296,13 +308,13 @@ export class GraphIntake {
     const undefinedName = (idx: number) => this.defined[idx] === 0;
     for (let i = 0; i < this.requiresFrom.length; i++) {
       const to = this.requiresTo.at(i);
-      if (undefinedName(to)) this.fail(this.labels[this.requiresFrom.at(i)], `requires unknown label ${JSON.stringify(this.labels[to])}`);
+      if (undefinedName(to)) this.fail(this.labelAt(this.requiresFrom.at(i)), `requires unknown label ${JSON.stringify(this.labelAt(to))}`);
     }
     for (let i = 0; i < this.subsFrom.length; i++) {
       const to = this.subsTo.at(i);
-      if (undefinedName(to)) this.fail(this.labels[this.subsFrom.at(i)], `$subs names unknown label ${JSON.stringify(this.labels[to])}`);
+      if (undefinedName(to)) this.fail(this.labelAt(this.subsFrom.at(i)), `$subs names unknown label ${JSON.stringify(this.labelAt(to))}`);
     }
-    for (const idx of this.cycleMembers()) this.fail(this.labels[idx], 'is on a dependency cycle');
+    for (const idx of this.cycleMembers()) this.fail(this.labelAt(idx), 'is on a dependency cycle');
     if (this.errors.size > 0) {
       const labels = [...this.errors.keys()].sort();
       const more = this.moreErrorLabels > 0 ? ` (and ${this.moreErrorLabels} more labels not listed)` : '';
@@ -320,7 +332,7 @@ export class GraphIntake {
   /** New nodes on a requires cycle (Kahn's algorithm over the Int32 edge lists: what never reaches in-degree 0). */
   private cycleMembers(): number[] {
     const start = this.options.startIdx;
-    const size = this.slots.size - (this.options.existing?.size ?? 0);
+    const size = this.table.size;
     const indegree = new Int32Array(size);
     const outCount = new Int32Array(size + 1);
     let edges = 0;
@@ -361,31 +373,29 @@ export class GraphIntake {
   graphHash(envelope: Record<string, unknown>): string {
     const hash = createHash('sha256');
     hash.update(canonicalDigest(envelope));
-    const order = this.newIdx();
-    order.sort((a, b) => (this.labels[a] < this.labels[b] ? -1 : this.labels[a] > this.labels[b] ? 1 : 0));
-    for (const idx of order) {
-      hash.update(`${JSON.stringify(this.labels[idx])}:`);
-      hash.update(this.digests.subarray(idx * 32, idx * 32 + 32));
+    // after `finish` every label named was defined: the new nodes are table indexes 0 .. nodeCount-1
+    const order = new Int32Array(this.nodeCount);
+    for (let i = 0; i < order.length; i++) order[i] = i;
+    order.sort((a, b) => this.table.compare(a, b));
+    const start = this.options.startIdx;
+    for (const index of order) {
+      hash.update(`${JSON.stringify(this.table.label(index))}:`);
+      hash.update(this.digests.subarray((start + index) * 32, (start + index) * 32 + 32));
     }
     return `v2:${hash.digest('hex')}`;
   }
 
-  /** The idx of the new nodes: after `finish`, every label named was defined, so they are contiguous. */
-  private newIdx(): number[] {
-    return Array.from({ length: this.nodeCount }, (_, i) => this.options.startIdx + i);
-  }
-
   /**
-   * The new nodes' labels and taskIds by idx: the order in which the body first named each label (by defining it,
-   * requiring it or naming it in `$subs`), which is the order a later read of the graph gives too.
+   * The new nodes' labels and taskIds by idx, `size` at a time: the order in which the body first named each label
+   * (by defining it, requiring it or naming it in `$subs`), which is the order a later read of the graph gives too.
+   * Made as they are asked for, from the table: a 300,000-task answer is never held as objects.
    */
-  created(): { label: string; taskId: string }[] {
-    return this.newIdx().map((idx) => ({ label: this.labels[idx], taskId: this.taskIds[idx] }));
-  }
-
-  /** The new tasks' ids (for their task-defined messages, written at the end). */
-  createdTaskIds(): string[] {
-    return this.newIdx().map((idx) => this.taskIds[idx]);
+  *created(size = 1000): Generator<LabelledTask[]> {
+    for (let from = 0; from < this.nodeCount; from += size) {
+      const page: LabelledTask[] = [];
+      for (let i = from; i < Math.min(from + size, this.nodeCount); i++) page.push({ label: this.table.label(i), taskId: this.table.taskId(i) });
+      yield page;
+    }
   }
 }
 

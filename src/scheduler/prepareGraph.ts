@@ -1,10 +1,11 @@
 import type { Config } from '../config.js';
 import { validateTaskDefinition, type TaskDefinition } from '../queue/definition.js';
-import type { GraphNodeInput } from './graphSchema.js';
+import { LABEL_PATTERN, type GraphNodeInput } from './graphSchema.js';
 
 export type GraphErrors = Map<string, string[]>;
 
 const SUBS_PATTERN = /^taskId:(.+)$/;
+const LABEL = new RegExp(LABEL_PATTERN);
 const TASK_ROUTING_PATTERN = /^[A-Za-z0-9_-]{0,10}$/;
 
 /** Replaces every `{"$subs": "taskId:<label>"}` with that label's taskId; records malformed ones. */
@@ -18,6 +19,11 @@ function substitute(value: unknown, taskIdOf: (label: string) => string, errors:
     const match = typeof spec === 'string' ? SUBS_PATTERN.exec(spec) : null;
     if (keys.length !== 1 || !match) {
       errors.push(`bad $subs ${JSON.stringify(record)}: expected exactly {"$subs": "taskId:<label>"}`);
+      return value;
+    }
+    // a name no label can have is refused here: the intake keeps only names that could be defined
+    if (!LABEL.test(match[1])) {
+      errors.push(`bad $subs ${JSON.stringify(record).slice(0, 300)}: ${JSON.stringify(match[1].slice(0, 300))} is not a label (labels match ${LABEL_PATTERN})`);
       return value;
     }
     return taskIdOf(match[1]);

@@ -28,6 +28,7 @@ test('an invalid graph is one 400 naming every offending label, and nothing is w
     loopB: { requires: ['loopA'] },
     orphan: { requires: ['missing'] },
     subs: { payload: { ref: { $subs: 'taskId:nowhere' } } },
+    subsNoLabel: { payload: { ref: { $subs: 'taskId:no label' } } },
     badTask: {},
     badRouting: {},
   });
@@ -38,13 +39,14 @@ test('an invalid graph is one 400 naming every offending label, and nothing is w
   const res = await t.request('PUT', `/api/scheduler/v1/task-graph/${slugid.nice()}`, graph);
   assert.equal(res.status, 400);
   assert.equal(res.body.code, 'InputValidationError');
-  for (const label of ['loopA', 'loopB', 'orphan', 'subs', 'badTask', 'badRouting']) assert.match(res.body.message, new RegExp(`- ${label}:`));
+  for (const label of ['loopA', 'loopB', 'orphan', 'subs', 'subsNoLabel', 'badTask', 'badRouting']) assert.match(res.body.message, new RegExp(`- ${label}:`));
   assert.doesNotMatch(res.body.message, /- ok:/);
   assert.match(res.body.message, /dependency cycle/);
   assert.match(res.body.message, /unknown label "missing"/);
   assert.match(res.body.message, /\$subs names unknown label "nowhere"/);
   assert.match(res.body.message, /- badRouting: task.routing must be at most 10 characters/);
-  assert.deepEqual(res.body.details.labels, ['badRouting', 'badTask', 'loopA', 'loopB', 'orphan', 'subs']);
+  assert.match(res.body.message, /- subsNoLabel: bad \$subs .*"no label" is not a label/);
+  assert.deepEqual(res.body.details.labels, ['badRouting', 'badTask', 'loopA', 'loopB', 'orphan', 'subs', 'subsNoLabel']);
   assert.deepEqual(await rowCounts(), before);
 });
 

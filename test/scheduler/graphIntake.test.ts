@@ -35,7 +35,13 @@ async function* pieces(text: string, size = 4096) {
 }
 
 const streamed = (text: string) => objectMembers(pieces(text), { expand: ['tasks'], maxValueBytes: TASK_BODY_LIMIT });
-const create = (id: string, text: string) => createTaskGraph({ config: t.config, pool: t.db.pool }, id, streamed(text));
+/** A create, its answer's pages of tasks read into one list. */
+async function create(id: string, text: string) {
+  const result = await createTaskGraph({ config: t.config, pool: t.db.pool }, id, streamed(text));
+  const tasks: { label: string; taskId: string }[] = [];
+  for await (const page of result.tasks) tasks.push(...page);
+  return { ...result, tasks };
+}
 
 /** `n` nodes, each requiring the next one (defined later in the body) and naming another by `$subs`. */
 function forwardChain(n: number) {

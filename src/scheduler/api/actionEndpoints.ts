@@ -11,7 +11,7 @@ import { getGraph, requireGraph } from '../graphStore.js';
 import { findMemberTaskId } from '../graphReads.js';
 import { signalGraphExtended } from '../graphGroup.js';
 import type { ApiDeps } from '../../api/deps.js';
-import { graphStatus, statusResponseSchema, taskGraphResponseSchema } from './shapes.js';
+import { graphStatus, graphTasksReply, statusResponseSchema, taskGraphResponseSchema } from './shapes.js';
 
 async function graphHandle(deps: ApiDeps, taskGraphId: string) {
   const row = await requireGraph(deps.pool, taskGraphId);
@@ -44,7 +44,7 @@ export const extendEndpoint = declare({
   async handler({ params, body, deps, authorizeExpression }) {
     const result = await extendTaskGraph(deps, params.taskGraphId, body, authorizeExpression);
     await signalGraphExtended(deps, params.taskGraphId, result.graph.node_count);
-    return { status: graphStatus(result.graph), tasks: result.tasks };
+    return graphTasksReply(result.graph, result.tasks);
   },
 });
 

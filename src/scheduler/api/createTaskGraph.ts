@@ -3,7 +3,7 @@ import { declare } from '../../api/endpoint.js';
 import { createTaskGraph } from '../createTaskGraph.js';
 import { taskGraphSchema } from '../graphSchema.js';
 import { startGraphWorkflow } from '../startWorkflow.js';
-import { graphStatus, taskGraphResponseSchema } from './shapes.js';
+import { graphTasksReply, taskGraphResponseSchema } from './shapes.js';
 
 export const createTaskGraphEndpoint = declare({
   service: 'scheduler',
@@ -33,6 +33,6 @@ export const createTaskGraphEndpoint = declare({
       taskCount: result.graph.task_count,
       name: result.graph.metadata.name,
     });
-    return { status: graphStatus(result.graph), tasks: result.tasks };
+    return graphTasksReply(result.graph, result.tasks);
   },
 });
