@@ -11,6 +11,7 @@ import { graphNodeSchema, LABEL_PATTERN } from './graphSchema.js';
 import { describeGraphErrors, prepareNode, type GraphErrors } from './prepareGraph.js';
 import { canonicalDigest } from './graphHash.js';
 import { insertMemberNodes } from './graphStore.js';
+import { ByteRecords, Int32Blocks } from './blocks.js';
 import { LabelTable } from './labelTable.js';
 import { refuseOverNodeLimit } from './nodeLimit.js';
 import type { StreamedMember } from '../api/jsonObjectStream.js';
@@ -26,23 +27,6 @@ const MAX_REPORTED_LABELS = 1000;
 
 const LABEL = new RegExp(LABEL_PATTERN);
 const GRAPH_ROUTING = /^[A-Za-z0-9_-]{0,10}$/;
-
-/** An Int32 list that grows without boxing: edges of a 300,000-task graph are 1.2 million pairs. */
-class IntList {
-  private data = new Int32Array(1024);
-  length = 0;
-  push(value: number): void {
-    if (this.length === this.data.length) {
-      const next = new Int32Array(this.data.length * 2);
-      next.set(this.data);
-      this.data = next;
-    }
-    this.data[this.length++] = value;
-  }
-  at(i: number): number {
-    return this.data[i];
-  }
-}
 
 interface PendingNode {
   label: string;
@@ -88,11 +72,13 @@ export class GraphIntake {
   private readonly table = new LabelTable();
   /** 1 where the label was defined by this body, 2 where it exists in the graph already */
   private defined = new Uint8Array(1024);
-  private digests = Buffer.alloc(32 * 1024);
-  private readonly requiresFrom = new IntList();
-  private readonly requiresTo = new IntList();
-  private readonly subsFrom = new IntList();
-  private readonly subsTo = new IntList();
+  /** each node's canonical digest, by idx */
+  private readonly digests = new ByteRecords(32);
+  /** edges of a 300,000-task graph are 1.2 million pairs */
+  private readonly requiresFrom = new Int32Blocks();
+  private readonly requiresTo = new Int32Blocks();
+  private readonly subsFrom = new Int32Blocks();
+  private readonly subsTo = new Int32Blocks();
   private readonly errors: GraphErrors = new Map();
   private moreErrorLabels = 0;
   private pending: PendingNode[] = [];
@@ -262,12 +248,7 @@ export class GraphIntake {
   }
 
   private digest(idx: number, node: unknown) {
-    if ((idx + 1) * 32 > this.digests.length) {
-      const next = Buffer.alloc(Math.max(this.digests.length * 2, (idx + 1) * 32));
-      this.digests.copy(next);
-      this.digests = next;
-    }
-    canonicalDigest(node).copy(this.digests, idx * 32);
+    canonicalDigest(node).copy(this.digests.block(idx), this.digests.offset(idx));
   }
 
   /** Whether enough nodes wait for a write. */
@@ -380,7 +361,8 @@ export class GraphIntake {
     const start = this.options.startIdx;
     for (const index of order) {
       hash.update(`${JSON.stringify(this.table.label(index))}:`);
-      hash.update(this.digests.subarray((start + index) * 32, (start + index) * 32 + 32));
+      const at = this.digests.offset(start + index);
+      hash.update(this.digests.block(start + index).subarray(at, at + 32));
     }
     return `v2:${hash.digest('hex')}`;
   }

@@ -69,9 +69,21 @@ test('a table of 50,000 labels (its hash table grown five times) finds each, and
   assert.equal(table.indexOf('l1-1 '), -1);
 });
 
-test('a label that is not ASCII, or a taskId that is not 22 characters, is refused rather than stored wrong', () => {
+test('labels of 1 to 255 characters filling many 64 KiB blocks, none split between two, read back whole', () => {
+  const table = new LabelTable();
+  const name = (i: number) => `${'x'.repeat(i % 249)}${i}`;
+  for (let i = 0; i < 50_000; i++) table.add(name(i));
+  table.add('y'.repeat(255));
+  for (let i = 0; i < 50_000; i++) assert.equal(table.label(i), name(i));
+  assert.equal(table.label(50_000), 'y'.repeat(255));
+  assert.equal(table.indexOf(name(49_999)), 49_999);
+});
+
+test('a label that is not ASCII or not 1 to 255 characters, or a taskId that is not 22, is refused rather than stored wrong', () => {
   const table = new LabelTable();
   assert.throws(() => table.add('é'), /ASCII labels only/);
+  assert.throws(() => table.add('z'.repeat(256)), /1 to 255 characters/);
+  assert.throws(() => table.add(''), /1 to 255 characters/);
   assert.throws(() => table.setTaskId(table.add('a'), 'short'), /22 characters/);
   assert.equal(table.taskId(0), '');
 });
