@@ -331,6 +331,21 @@ test('parseShellPayload fills defaults and rejects bad artifacts', () => {
 });
 
 test('SIGTERM to `tgs shell-worker`: the running task is reported worker-shutdown and the queue retries it', async () => {
+  // This one is about the shutdown report, not reclaims: against an API with 60 s claims, a child process starved
+  // of CPU (two slow cores, three test files at once) cannot lose its claim to the sweep before the SIGTERM, as it
+  // did with the file's 3 s claims (resolved claim-expired).
+  const shortClaims = t;
+  t = await startTestApi({ claimWorkWaitMs: 1000, claimTimeoutSeconds: 60 });
+  try {
+    await sigtermTest();
+  } finally {
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+    await t.close();
+    t = shortClaims;
+  }
+});
+
+async function sigtermTest() {
   const go = path.join(scratch, 'sigterm.go');
   const taskId = await createTask('term', {
     command: ['node', '-e', `console.log("working"); const t = setInterval(() => { if (require("fs").existsSync(${JSON.stringify(go)})) clearInterval(t); }, 50)`],
@@ -370,4 +385,4 @@ test('SIGTERM to `tgs shell-worker`: the running task is reported worker-shutdow
   worker('term');
   const done = await resolved(taskId, 2);
   assert.equal(done.state, 'completed');
-});
+}
