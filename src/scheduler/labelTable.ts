@@ -4,8 +4,8 @@ import { ByteRecords, Int32Blocks } from './blocks.js';
  * The labels a graph intake has met, each with the taskId it was given, held as bytes instead of JavaScript
  * strings and a Map: a label is its length and ASCII bytes in 64 KiB blocks, its taskId 22 bytes in blocks of
  * records (src/scheduler/blocks.ts), and a label finds its index through an open-addressing hash table of Int32.
- * For a 300,000-task graph, strings, a Map and an array of taskIds took ~45 MB of the intake's 61 MB (live heap
- * after a collection); this takes ~14 MB, and what the API keeps while a graph streams in decides its peak memory.
+ * For a 300,000-task graph, strings, a Map and an array of taskIds were ~40 MB of JavaScript heap (live after a
+ * collection); this is ~15 MB of buffers, and what the API keeps while a graph streams in counts in its peak.
  *
  * Labels are ASCII by construction (LABEL_PATTERN, at most 255 characters: the intake checks every name before it
  * gets here), so a byte is a character and byte order is JavaScript's string order.
