@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import { text as streamText } from 'node:stream/consumers';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { TgsError } from '../errors.js';
 import { createAuthenticator, type Authenticated } from '../auth/authenticate.js';
@@ -49,12 +50,6 @@ const wildcardParam = (route: string) => /<([a-zA-Z]+)\*>$/.exec(route)?.[1];
  * (or make the API serialize one twice). Raw bodies (artifact bytes) are never echoed.
  */
 export const MAX_ECHOED_PAYLOAD_CHARS = 4096;
-
-async function textOf(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.from(chunk));
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 function echoedPayload(body: unknown): unknown {
   if (body === undefined || body === null) return {};
@@ -320,7 +315,7 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
           // An answer already in its JSON text is held to the endpoint's schema all the same (one written as a
           // stream is read whole first: only where output is validated, the tests).
           if (outputValidator && result.status === 200 && result.headers['content-type'] === 'application/json') {
-            if (answer !== undefined && typeof answer !== 'string' && !Buffer.isBuffer(answer)) answer = await textOf(answer);
+            if (answer !== undefined && typeof answer !== 'string' && !Buffer.isBuffer(answer)) answer = await streamText(answer);
             if (typeof answer === 'string' && !outputValidator(JSON.parse(answer))) {
               throw new Error(`${endpoint.name} output does not match its schema: ${describeErrors(outputValidator.errors, 'output')}`);
             }

@@ -141,9 +141,12 @@ export class GraphIntake {
 
   /** The taskId of a label, given a fresh one at its first mention. */
   private taskIdOf(label: string, fresh: () => string): string {
-    const known = this.options.existing?.get(label);
-    if (known) return known.taskId;
-    const index = this.slot(label) - this.options.startIdx;
+    return this.options.existing?.get(label)?.taskId ?? this.newTaskIdAt(this.slot(label), fresh);
+  }
+
+  /** The taskId of a new node (idx ≥ startIdx), given a fresh one when it has none yet. */
+  private newTaskIdAt(idx: number, fresh: () => string): string {
+    const index = idx - this.options.startIdx;
     let taskId = this.table.taskId(index);
     if (taskId === '') {
       taskId = fresh();
@@ -177,7 +180,7 @@ export class GraphIntake {
     }
     this.nodeCount++;
     refuseOverNodeLimit(this.options.config, this.options.taskGraphId, this.options.startIdx, this.nodeCount);
-    const idx = this.slot(label);
+    const idx = this.options.startIdx + (named >= 0 ? named : this.table.add(label));
     this.setDefined(idx, 1);
     const problems = jsonProblems(value, `tasks.${label}`);
     const validate = compile(graphNodeSchema);
@@ -194,16 +197,19 @@ export class GraphIntake {
     if (this.keptNodes) this.keptNodes[label] = node;
     this.digest(idx, node);
     const taskIdOf = (name: string) => this.taskIdOf(name, newTaskId);
+    const requires: number[] = [];
     for (const r of node.requires) {
       if (r === label) {
         this.fail(label, 'requires itself');
         continue;
       }
+      const to = this.slot(r);
       this.requiresFrom.push(idx);
-      this.requiresTo.push(this.slot(r));
+      this.requiresTo.push(to);
+      requires.push(to);
     }
     if (this.routing === undefined) this.assumedRouting = true;
-    const taskId = taskIdOf(label);
+    const taskId = this.newTaskIdAt(idx, newTaskId);
     const prepared = prepareNode({
       config: this.options.config,
       taskGraphId: this.options.taskGraphId,
@@ -241,7 +247,7 @@ export class GraphIntake {
       label,
       idx,
       taskId,
-      requires: node.requires.filter((r) => r !== label).map((r) => this.slot(r)),
+      requires,
       reruns: node.reruns,
       definition,
     });
