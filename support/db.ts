@@ -55,7 +55,7 @@ export async function createTestDatabase(options: { migrate?: boolean; postgresU
  * createTask stores them (without its messages); then ANALYZE, so the planner sees them as autovacuum would show
  * them. Returns their taskIds.
  */
-export async function insertPendingTasks(pool: pg.Pool, count: number, workerType: string): Promise<string[]> {
+export async function insertPendingTasks(pool: pg.Pool, count: number, workerType: string, options: { analyze?: boolean } = {}): Promise<string[]> {
   const now = new Date();
   const taskGroupId = slugid.nice();
   const rows: { taskId: string; definition: TaskDefinition }[] = [];
@@ -68,6 +68,6 @@ export async function insertPendingTasks(pool: pg.Pool, count: number, workerTyp
   for (let i = 0; i < rows.length; i += 2000) {
     await withTransaction(pool, (client) => insertNewTasks(client, rows.slice(i, i + 2000), { scheduleIndependent: true, dependenciesKnown: true, now }));
   }
-  await pool.query('ANALYZE tasks');
+  if (options.analyze !== false) await pool.query('ANALYZE tasks');
   return rows.map((r) => r.taskId);
 }

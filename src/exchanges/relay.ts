@@ -67,13 +67,16 @@ const FULL_READ = `${READ_HEADER}
  * plan is chosen, so a named statement is safe: a generic plan of `id > $1` without the window's end scanned
  * all 100,600 rows above the cursor and sorted them (178 ms).
  */
-const CURSOR_READ = `${READ_HEADER}
+export const CURSOR_READ = `${READ_HEADER}
   UNION ALL (SELECT ${OUTBOX_COLUMNS}, NULL, NULL, NULL FROM (
       (SELECT ${OUTBOX_COLUMNS} FROM outbox WHERE id > $1 AND id <= $2 ORDER BY id LIMIT ${BATCH})
       UNION ALL
       (SELECT o.* FROM unnest($3::bigint[], $4::bigint[]) AS gap(lo, hi)
          CROSS JOIN LATERAL (SELECT ${OUTBOX_COLUMNS} FROM outbox WHERE id BETWEEN gap.lo AND gap.hi ORDER BY id LIMIT ${BATCH}) o)
       ORDER BY id LIMIT ${BATCH}) r)`;
+
+/** Deletes the rows $1 (published and confirmed). */
+export const OUTBOX_DELETE = 'DELETE FROM outbox WHERE id = ANY($1)';
 
 /** The outbox sequence's cache: the cursor needs ids handed out in increasing order over time (CACHE 1). */
 const SEQUENCE_CACHE = `SELECT seqcache AS cache FROM pg_sequence WHERE seqrelid = 'outbox_id_seq'::regclass`;
@@ -107,8 +110,9 @@ export function outboxMessage(config: Config, row: OutboxRow): { exchange: strin
 export async function startRelay(options: { config: Config; pool?: pg.Pool; log?: (line: string) => void; connectionName?: string }) {
   const { config } = options;
   const log = options.log ?? ((line: string) => console.log(`relay: ${line}`));
-  // Every statement of the relay's own sessions is a named one whose generic plan is the one wanted (CURSOR_READ).
-  const pool = options.pool ?? createPool(config.databaseUrl, 2, { genericPlans: true });
+  // Every statement of the relay's own sessions is a named one whose generic plan is the one wanted (CURSOR_READ),
+  // an index scan of the outbox whatever its statistics say (src/db/pool.ts).
+  const pool = options.pool ?? createPool(config.databaseUrl, 2, { genericPlans: true, indexScansOnly: true });
   const ownPool = !options.pool;
   const stats: RelayStats = { published: 0, batches: 0, reconnects: 0, connections: 0, active: false, gaps: 0, gapOverflows: 0 };
   const cursor = new OutboxCursor({ batch: BATCH });
@@ -313,7 +317,7 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
       });
     }
     await ch.waitForConfirms();
-    await pool.query(prepared('DELETE FROM outbox WHERE id = ANY($1)', [rows.map((r) => r.id)]));
+    await pool.query(prepared(OUTBOX_DELETE, [rows.map((r) => r.id)]));
     stats.published += rows.length;
     stats.batches++;
   };

@@ -1,6 +1,7 @@
 import client from 'prom-client';
 import type pg from 'pg';
 import { logger } from '../log.js';
+import { isPendingSql } from '../queue/taskRow.js';
 
 /**
  * Every tgs metric, in one registry per process: `tgs dev` runs API, relay, bridge and scheduler worker in
@@ -99,9 +100,9 @@ new client.Gauge({
   async collect() {
     this.reset();
     for (const pool of queuePools.values()) {
-      // An index-only count over tasks_pending (a partial index on state = 'pending'): it reads pending tasks only.
+      // An index-only count over tasks_pending (a partial index on tgs_task_pending(state)): it reads pending tasks only.
       const result = await timed('pending tasks', pool.query<{ provisioner_id: string; worker_type: string; n: string }>(
-        `SELECT provisioner_id, worker_type, count(*) AS n FROM tasks WHERE state = 'pending' GROUP BY provisioner_id, worker_type`,
+        `SELECT provisioner_id, worker_type, count(*) AS n FROM tasks WHERE ${isPendingSql()} GROUP BY provisioner_id, worker_type`,
       ));
       for (const row of result?.rows ?? []) this.inc({ provisionerId: row.provisioner_id, workerType: row.worker_type }, Number(row.n));
     }

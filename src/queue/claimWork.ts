@@ -7,7 +7,7 @@ import type { ClaimWaiter } from './claimWaiter.js';
 import { runCredentials } from './credentials.js';
 import type { TaskDefinition } from './definition.js';
 import { renderedMessagesInsert } from './messages.js';
-import { taskStatus, TASK_COLUMNS, type TaskRow } from './taskRow.js';
+import { isPendingSql, taskStatus, TASK_COLUMNS, type TaskRow } from './taskRow.js';
 import { observeClaimWork, taskPendingWait } from '../observability/metrics.js';
 
 export interface ClaimRequest {
@@ -35,7 +35,7 @@ export const MAX_CLAIM_COUNT = 32;
  */
 const claimSql = (count: number) => `WITH picked AS (
     SELECT task_id FROM tasks
-    WHERE provisioner_id = $1 AND worker_type = $2 AND state = 'pending' AND deadline > now()
+    WHERE provisioner_id = $1 AND worker_type = $2 AND ${isPendingSql()} AND deadline > now()
       -- a quarantined worker gets nothing until quarantineUntil: one primary-key probe in this statement (an
       -- InitPlan run once per claim; 0.04 ms of execution, 3 buffer hits, with 10,000 workers), no round trip
       AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.task_queue_id = $1 || '/' || $2
@@ -56,7 +56,7 @@ const claimSql = (count: number) => `WITH picked AS (
 
 /** claimSql for each count, made once. */
 const claimStatements = Array.from({ length: MAX_CLAIM_COUNT }, (_, i) => claimSql(i + 1));
-const claimStatement = (count: number) => {
+export const claimStatement = (count: number) => {
   if (!Number.isInteger(count) || count < 1 || count > MAX_CLAIM_COUNT) throw new RangeError(`claim count ${count} is not 1 to ${MAX_CLAIM_COUNT}`);
   return claimStatements[count - 1];
 };

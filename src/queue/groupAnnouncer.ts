@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { prepared, withTransaction } from '../db/pool.js';
-import { resolveTaskGroupsIfDone } from './taskGroups.js';
+import { DONE_GROUPS_SQL, resolveTaskGroupsIfDone } from './taskGroups.js';
 
 /**
  * task-group-resolved for reports, after they committed, one check per group per interval instead of one
@@ -49,14 +49,7 @@ export class GroupAnnouncer {
 
   private async check(ids: string[]): Promise<void> {
     try {
-      const { rows } = await this.pool.query<{ task_group_id: string }>(
-        prepared(
-          `SELECT g.task_group_id FROM task_groups g
-           WHERE g.task_group_id = ANY($1) AND g.resolved_at IS NULL
-             AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_group_id = g.task_group_id AND t.state IN ('unscheduled', 'pending', 'running'))`,
-          [ids],
-        ),
-      );
+      const { rows } = await this.pool.query<{ task_group_id: string }>(prepared(DONE_GROUPS_SQL, [ids]));
       if (rows.length === 0) return;
       await withTransaction(this.pool, (client) => resolveTaskGroupsIfDone(client, this.config, rows.map((r) => r.task_group_id)));
     } catch (err) {

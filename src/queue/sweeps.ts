@@ -5,7 +5,7 @@ import { applyChange } from './applyChange.js';
 import { announceResolvedGroups } from './taskGroups.js';
 import { deleteExpiredClients } from '../auth/clients.js';
 import { resolutionMessage, taskMessage } from './messages.js';
-import { addPendingRun, resolveLatestRun } from './taskRow.js';
+import { addPendingRun, isUnresolvedSql, resolveLatestRun } from './taskRow.js';
 import { isResolved } from '../taskStates.js';
 import type { OutboxMessage } from '../exchanges/outbox.js';
 import { OutageLog } from '../outageLog.js';
@@ -42,7 +42,7 @@ export function expireClaims(pool: pg.Pool, config: Config): Promise<number> {
 
 /** Deadline: every unresolved task past its deadline → exception deadline-exceeded. */
 export function resolveDeadlines(pool: pg.Pool, config: Config): Promise<number> {
-  return sweep(pool, config, `state IN ('unscheduled', 'pending', 'running') AND deadline <= now()`, (row) => {
+  return sweep(pool, config, `${isUnresolvedSql()} AND deadline <= now()`, (row) => {
     if (isResolved(row.state)) return undefined;
     const run = resolveLatestRun(row, 'exception', 'deadline-exceeded', new Date());
     return [resolutionMessage(config, row, run.runId)];

@@ -27,6 +27,14 @@ export interface TaskRow {
   project_id: string;
 }
 
+/**
+ * SQL: the row (`alias.`) is pending / unscheduled, pending or running, stated as the partial indexes' predicates
+ * state it (migration 019: functions whose selectivity the planner does not take from stale statistics). A
+ * statement that wants those indexes says this, not `state = 'pending'`.
+ */
+export const isPendingSql = (alias = '') => `tgs_task_pending(${alias ? `${alias}.` : ''}state)`;
+export const isUnresolvedSql = (alias = '') => `tgs_task_unresolved(${alias ? `${alias}.` : ''}state)`;
+
 /** Columns for TaskRow (without the definition body; `routing`, `routes` and `tags` come out of it). */
 export const TASK_COLUMNS = `task_id, task_group_id, scheduler_id, provisioner_id, worker_type, priority, retries, retries_left,
   deadline, expires, state, runs, taken_until, definition->>'routing' AS routing,
@@ -197,7 +205,7 @@ export async function listDependentTasks(db: Queryable, taskId: string, after: s
 /** The taskIds of a group's unscheduled, pending and running tasks. */
 export async function unresolvedTaskIds(db: Queryable, taskGroupId: string): Promise<string[]> {
   const { rows } = await db.query<{ task_id: string }>(
-    `SELECT task_id FROM tasks WHERE task_group_id = $1 AND state IN ('unscheduled', 'pending', 'running')`,
+    `SELECT task_id FROM tasks WHERE task_group_id = $1 AND ${isUnresolvedSql()}`,
     [taskGroupId],
   );
   return rows.map((r) => r.task_id);

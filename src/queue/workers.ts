@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { Queryable } from '../db/pool.js';
+import { isPendingSql } from './taskRow.js';
 
 /**
  * Worker metadata (migration 016): provisioners, task queues (old clients' worker types) and workers, as
@@ -206,7 +207,7 @@ export async function declareTaskQueue(
 export async function pendingCount(db: Queryable, taskQueueId: string): Promise<number> {
   const [provisionerId, workerType] = splitTaskQueueId(taskQueueId);
   const { rows } = await db.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM tasks WHERE provisioner_id = $1 AND worker_type = $2 AND state = 'pending'`,
+    `SELECT count(*)::int AS n FROM tasks WHERE provisioner_id = $1 AND worker_type = $2 AND ${isPendingSql()}`,
     [provisionerId, workerType],
   );
   return rows[0].n;

@@ -1,0 +1,128 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type pg from 'pg';
+import { createTestDatabase, insertPendingTasks, type TestDatabase } from '../../support/db.js';
+import { loadConfig } from '../../src/config.js';
+import { claimPending, claimStatement } from '../../src/queue/claimWork.js';
+import { resolveRuns } from '../../src/queue/resolveTask.js';
+import { ANNOUNCE_GROUPS_SQL, DONE_GROUPS_SQL, UNANNOUNCED_DONE_GROUPS_SQL } from '../../src/queue/taskGroups.js';
+import { CURSOR_READ, OUTBOX_DELETE } from '../../src/exchanges/relay.js';
+import { createPool } from '../../src/db/pool.js';
+import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js';
+
+// A queue table's statistics describe the moment autovacuum last analyzed it. Here it is analyzed drained (3,000
+// tasks of three worker pools, every one completed), then a backlog arrives in one pool: the statistics say no task is pending or unresolved. The claim and the
+// task-group checks must still walk their partial indexes (migration 019) instead of scanning whichever index looks
+// smallest: each statement's generic plan (the one a named statement keeps) is read from EXPLAIN. The outbox, near
+// empty whenever it is analyzed, is read by the relay through its index all the same.
+
+let db: TestDatabase;
+const config = loadConfig({});
+const issuer = { clientId: ISSUER_CLIENT_ID, accessToken: generateAccessToken(), scopes: ['*'], expires: new Date('9999-12-31') };
+const BACKLOG = 2000;
+
+before(async () => {
+  db = await createTestDatabase();
+  for (const workerType of ['stale', 'other', 'third']) {
+    for (let i = 0; i < 10; i++) await insertPendingTasks(db.pool, 100, workerType, { analyze: false });
+    for (;;) {
+      const got = await claimPending(db.pool, config, issuer, { provisionerId: 'tgs-test', workerType, workerGroup: 'g', workerId: 'w', count: 32 });
+      if (got.length === 0) break;
+      await resolveRuns(db.pool, config, { note: () => undefined }, got.map((t) => ({ taskId: t.status.taskId, runId: t.runId, outcome: 'completed' as const })));
+    }
+  }
+  await db.pool.query('VACUUM ANALYZE tasks, task_groups');
+  for (let i = 0; i < BACKLOG / 100; i++) await insertPendingTasks(db.pool, 100, 'stale', { analyze: false });
+});
+after(async () => {
+  await db.drop();
+});
+
+/**
+ * The generic plan of `sql` with these arguments (parameters of type `types`, text by default) in a session of
+ * `pool`; `analyze`: run it (rolled back) for its buffers.
+ */
+async function genericPlan(sql: string, args: string[], options: { analyze?: boolean; pool?: pg.Pool; types?: string[] } = {}): Promise<string> {
+  const { analyze = false, pool = db.pool } = options;
+  const client: pg.PoolClient = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+    const params = (sql.match(/\$\d+/g) ?? []).reduce((n, p) => Math.max(n, Number(p.slice(1))), 0);
+    const types = options.types ?? Array(params).fill('text');
+    await client.query(`PREPARE planned(${types.join(', ')}) AS ${sql}`);
+    const literals = args.map((a) => `'${a.replace(/'/g, "''")}'`).join(', ');
+    const { rows } = await client.query(`EXPLAIN (COSTS OFF${analyze ? ', ANALYZE, BUFFERS, TIMING OFF' : ''}) EXECUTE planned(${literals})`);
+    return rows.map((r) => r['QUERY PLAN']).join('\n');
+  } finally {
+    await client.query('ROLLBACK');
+    await client.query('DEALLOCATE ALL');
+    client.release();
+  }
+}
+
+test('the statistics are stale: the planner expects about no pending task while 2,000 wait', async () => {
+  const { rows } = await db.pool.query(`EXPLAIN SELECT 1 FROM tasks WHERE state = 'pending'`);
+  const estimated = Number(/rows=(\d+)/.exec(rows[0]['QUERY PLAN'])?.[1]);
+  assert.ok(estimated < 10, `estimated ${estimated} pending rows`);
+  const actual = await db.pool.query(`SELECT count(*)::int AS n FROM tasks WHERE state = 'pending'`);
+  assert.equal(actual.rows[0].n, BACKLOG);
+});
+
+test('a claim walks the pending index in claim order, whatever the backlog: no sort, a few dozen buffers', async () => {
+  const claimArgs = ['tgs-test', 'stale', 'g', 'w', new Date(Date.now() + 60_000).toISOString(), new Date().toISOString()];
+  const plan = await genericPlan(claimStatement(8), claimArgs);
+  assert.match(plan, /Index Scan using tasks_pending on tasks/, plan);
+  assert.doesNotMatch(plan, /Sort/, plan);
+  const run = await genericPlan(claimStatement(8), claimArgs, { analyze: true });
+  const picked = run.slice(run.indexOf('CTE picked'), run.indexOf('CTE claimed'));
+  const buffers = Number(/Buffers: shared hit=(\d+)/.exec(picked)?.[1]);
+  assert.ok(buffers < 100, `the pick of 8 read ${buffers} buffers:\n${run}`);
+});
+
+test('the task-group checks probe the unresolved-tasks index once per group', async () => {
+  for (const sql of [DONE_GROUPS_SQL, ANNOUNCE_GROUPS_SQL]) {
+    const plan = await genericPlan(sql.replace('ANY($1)', 'ANY($1::text[])'), ['{a,b,c}']);
+    assert.match(plan, /Index (Only )?Scan using tasks_group_unresolved on tasks t\n\s+Index Cond: \(task_group_id = g\.task_group_id\)/, plan);
+    assert.doesNotMatch(plan, /Join Filter|tasks_deadline/, plan);
+  }
+  const sweep = await genericPlan(UNANNOUNCED_DONE_GROUPS_SQL.replace('LIMIT $1', 'LIMIT $1::int'), ['500']);
+  assert.match(sweep, /tasks_group_unresolved/, sweep);
+  assert.doesNotMatch(sweep, /Join Filter|tasks_deadline/, sweep);
+});
+
+test('the relay reads and deletes outbox rows through its index after planning them on the empty outbox', async () => {
+  // The outbox as the relay leaves it after a busy hour (50,000 messages published and deleted), vacuumed and
+  // analyzed empty. Each session plans its statements now, then a backlog of 5,000 messages arrives, and the plans
+  // the sessions keep are read.
+  await db.pool.query(`INSERT INTO outbox (message_id, exchange, routing_key, payload) SELECT 'old' || n, 'x', 'k', '{}' FROM generate_series(1, 50000) AS n`);
+  await db.pool.query('DELETE FROM outbox');
+  await db.pool.query('VACUUM ANALYZE outbox');
+  const relayPool = createPool(db.url, 1, { genericPlans: true, indexScansOnly: true });
+  const sessions = { plain: await db.pool.connect(), relay: await relayPool.connect() };
+  const explain = async (client: pg.PoolClient, statement: string) =>
+    (await client.query(`EXPLAIN (COSTS OFF) EXECUTE ${statement}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+  try {
+    for (const client of Object.values(sessions)) {
+      await client.query('SET plan_cache_mode = force_generic_plan');
+      await client.query(`PREPARE outbox_read(bigint, bigint, bigint[], bigint[]) AS ${CURSOR_READ}`);
+      await client.query(`PREPARE outbox_delete(bigint[]) AS ${OUTBOX_DELETE}`);
+      await explain(client, `outbox_read(0, 10, '{}', '{}')`);
+      await explain(client, `outbox_delete('{1,2}')`);
+    }
+    await db.pool.query(`INSERT INTO outbox (message_id, exchange, routing_key, payload) SELECT 'm' || n, 'x', 'k', '{}' FROM generate_series(1, 5000) AS n`);
+    const plain = await explain(sessions.plain, `outbox_read(0, 10, '{}', '{}')`);
+    assert.match(plain, /Seq Scan on outbox(?!_id_seq)/, plain);
+    const read = await explain(sessions.relay, `outbox_read(0, 10, '{}', '{}')`);
+    assert.doesNotMatch(read, /Seq Scan on outbox(?!_id_seq)/, read);
+    assert.match(read, /Index Scan using outbox_pkey on outbox\n\s+Index Cond: \(\(id > \$1\) AND \(id <= \$2\)\)/, read);
+    const deleted = await explain(sessions.relay, `outbox_delete('{1,2}')`);
+    assert.match(deleted, /Index Scan using outbox_pkey on outbox/, deleted);
+  } finally {
+    for (const client of Object.values(sessions)) {
+      await client.query('DEALLOCATE ALL');
+      client.release();
+    }
+    await relayPool.end();
+  }
+});
