@@ -1,6 +1,7 @@
 /**
- * `npm run bench [-- --quick] [-- --only=hop,throughput,scale,queue,ui] [-- --layers=N --width=M] [-- --single-process]`:
- * tgs against its floors, measured in one run on this machine. Each scenario is a file under bench/scenarios/ with
+ * `npm run bench [-- --quick] [-- --only=hop,throughput,scale,queue,ui] [-- --layers=N --width=M] [-- --single-process] [-- --cold]`:
+ * tgs against its floors, measured in one run on this machine, on warmed-up processes with the database settled
+ * before each scenario (bench/settle.ts; --cold: neither, as the bench measured until 2026-11-25). Each scenario is a file under bench/scenarios/ with
  * `run(stack, sizes)`; this file reads the command line, starts the stack, runs the scenarios asked for and writes
  * bench/results/latest.json, a dated copy and a table.
  */
@@ -11,6 +12,7 @@ import { findTemporalCli } from '../src/temporal/devServer.js';
 import { benchPostgresUrl } from './pgSocket.js';
 import { renderMarkdown } from './report.js';
 import { FULL_SIZES, QUICK_SIZES, type BenchStack, type Sizes } from './scenario.js';
+import { settle, warmUp } from './settle.js';
 import { startBenchStack } from './stack.js';
 import * as hop from './scenarios/hop.js';
 import * as throughput from './scenarios/throughput.js';
@@ -40,6 +42,7 @@ function parseArgs(args: string[]) {
     // By default the API, the bridge and the scheduler worker run as their own `tgs` processes, as in a
     // deployment (bench/stack.ts). --single-process keeps them in one.
     separateProcesses: !args.includes('--single-process'),
+    cold: args.includes('--cold'),
   };
 }
 
@@ -66,7 +69,7 @@ async function machine(stack: BenchStack) {
 }
 
 async function main() {
-  const { quick, sizes, only, separateProcesses } = parseArgs(process.argv.slice(2));
+  const { quick, sizes, only, separateProcesses, cold } = parseArgs(process.argv.slice(2));
   log(`starting the stack (quick=${quick}, ${separateProcesses ? 'api, bridge and scheduler-worker as processes' : 'single process'})`);
   const stack = await startBenchStack({ separateProcesses, postgresUrl: benchPostgresUrl(), log });
   const results: Record<string, unknown> = {
@@ -74,10 +77,14 @@ async function main() {
     quick,
     processes: separateProcesses ? 'api, bridge, scheduler-worker, relay as tgs processes; the fast worker in the bench process' : 'single',
     date: new Date().toISOString(),
+    warm: !cold,
   };
   try {
+    if (!cold) results.throughput_cold = await warmUp(stack, sizes);
     for (const [name, scenario] of Object.entries(SCENARIOS)) {
-      if (only.has(name)) results[name] = await scenario.run(stack, sizes);
+      if (!only.has(name)) continue;
+      if (!cold) await settle(stack);
+      results[name] = await scenario.run(stack, sizes);
     }
   } finally {
     await stack.stop();
