@@ -266,6 +266,31 @@ test('with an outbox sequence that caches ids the relay says so and reads the wh
   assert.deepEqual([...seen.keys()].sort(), ['a-0', 'a-1', 'b-0']);
 });
 
+test('under load the relay reads at most every 20 ms; a lone message after a lone message goes out at once', async (t) => {
+  const exchange = queueExchangeName(config.exchangePrefix, 'task-completed');
+  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined }));
+  const message = (id: string): OutboxMessage => ({ exchange, routingKey: `${id}.0._._.p.w.s.g._`, payload: {}, messageId: id });
+  /** ms from writing `messages` until the relay has published them all (polled every ms) */
+  const publish = async (messages: OutboxMessage[]) => {
+    const target = relay.stats.published + messages.length;
+    const startedAt = performance.now();
+    await enqueueMessages(db.pool, messages);
+    while (relay.stats.published < target) await new Promise((r) => setTimeout(r, 1));
+    return performance.now() - startedAt;
+  };
+  await publish([message('warm-0')]);
+  // A batch of 50 (a loaded batch, under the 500 that means a backlog), then one message: that one waits for the
+  // 20 ms from the loaded batch's read, which began before the first publish call returned.
+  await publish(Array.from({ length: 50 }, (_, i) => message(`loaded-${i}`)));
+  const afterLoaded = await publish([message('after-loaded')]);
+  assert.ok(afterLoaded >= 10, `published ${afterLoaded.toFixed(1)} ms after a loaded batch`);
+  // Lone messages are not spaced: ten in a row take less than ten spacings would.
+  const lone: number[] = [];
+  await new Promise((r) => setTimeout(r, 30));
+  for (let i = 0; i < 10; i++) lone.push(await publish([message(`lone-${i}`)]));
+  assert.ok(lone.reduce((a, b) => a + b, 0) < 200, `ten lone messages took ${lone.map((ms) => ms.toFixed(1)).join(', ')} ms`);
+});
+
 test('on the embedded PGlite database and the in-process bus, the relay reads from its cursor and drops a rolled-back gap', async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'tgs-relay-pglite-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
