@@ -53,7 +53,7 @@ export async function createTestDatabase(options: { migrate?: boolean; postgresU
 /**
  * `count` pending tasks of one new group on tgs-test/`workerType`, shaped as the bench's fast tasks, stored as
  * createTask stores them (without its messages); then ANALYZE, so the planner sees them as autovacuum would show
- * them. Returns their taskIds.
+ * them (`analyze: false`: the statistics stay as they were, as after a backlog arrived). Returns their taskIds.
  */
 export async function insertPendingTasks(pool: pg.Pool, count: number, workerType: string, options: { analyze?: boolean } = {}): Promise<string[]> {
   const now = new Date();
