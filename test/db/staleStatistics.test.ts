@@ -8,6 +8,7 @@ import { resolveRuns } from '../../src/queue/resolveTask.js';
 import { ANNOUNCE_GROUPS_SQL, DONE_GROUPS_SQL, UNANNOUNCED_DONE_GROUPS_SQL } from '../../src/queue/taskGroups.js';
 import { CURSOR_READ, OUTBOX_DELETE } from '../../src/exchanges/relay.js';
 import { createPool } from '../../src/db/pool.js';
+import { GRAPH_MEMBERS_SQL } from '../../src/scheduler/graphStore.js';
 import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js';
 
 // A queue table's statistics describe the moment autovacuum last analyzed it. Here it is analyzed drained (3,000
@@ -124,5 +125,30 @@ test('the relay reads and deletes outbox rows through its index after planning t
       client.release();
     }
     await relayPool.end();
+  }
+});
+
+test("a graph stored since graph_nodes was analyzed is probed by taskId, not read whole, at each dispatch", async () => {
+  // 50 graphs of 200 nodes analyzed, then a graph of 20,000 nodes whose dispatches ask about 175 tasks at a time
+  await db.pool.query(`INSERT INTO task_graphs (task_graph_id, scheduler_id) SELECT 'small' || g, 's' FROM generate_series(1, 50) AS g`);
+  await db.pool.query(`INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label)
+    SELECT 'small' || g, n, 'small' || g || '-' || n, true, 'l' || n FROM generate_series(1, 50) AS g, generate_series(0, 199) AS n`);
+  await db.pool.query('ANALYZE graph_nodes');
+  await db.pool.query(`INSERT INTO task_graphs (task_graph_id, scheduler_id) VALUES ('big', 's')`);
+  await db.pool.query(`INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label)
+    SELECT 'big', n, 'big-' || n, true, 'l' || n FROM generate_series(0, 19999) AS n`);
+  const ids = `ARRAY[${Array.from({ length: 175 }, (_, i) => `'big-${i * 100}'`).join(', ')}]`;
+  const client = await db.pool.connect();
+  try {
+    // as a named statement runs: planned for its values at first, then generic if that looks no worse
+    await client.query(`PREPARE members(text, text[]) AS ${GRAPH_MEMBERS_SQL}`);
+    for (let i = 0; i < 6; i++) assert.equal((await client.query(`EXECUTE members('big', ${ids})`)).rows.length, 175);
+    const plan = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE members('big', ${ids})`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+    assert.match(plan, /Index Scan using graph_nodes_by_task on graph_nodes/, plan);
+    const buffers = Number(/Buffers: shared hit=(\d+)/.exec(plan)?.[1]);
+    assert.ok(buffers < 175 * 6, `${buffers} buffers for 175 members:\n${plan}`);
+  } finally {
+    await client.query('DEALLOCATE ALL');
+    client.release();
   }
 });
