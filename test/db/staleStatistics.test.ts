@@ -9,6 +9,7 @@ import { ANNOUNCE_GROUPS_SQL, DONE_GROUPS_SQL, UNANNOUNCED_DONE_GROUPS_SQL } fro
 import { CURSOR_READ, OUTBOX_DELETE } from '../../src/exchanges/relay.js';
 import { createPool } from '../../src/db/pool.js';
 import { GRAPH_MEMBERS_SQL } from '../../src/scheduler/graphStore.js';
+import { ENCODED_NODES_SQL, setUpNodesRead } from '../../src/scheduler/graphReads.js';
 import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js';
 
 // A queue table's statistics describe the moment autovacuum last analyzed it. Here it is analyzed drained (3,000
@@ -57,7 +58,7 @@ async function genericPlan(sql: string, args: string[], options: { analyze?: boo
     return rows.map((r) => r['QUERY PLAN']).join('\n');
   } finally {
     await client.query('ROLLBACK');
-    await client.query('DEALLOCATE ALL');
+    await client.query('DEALLOCATE planned');
     client.release();
   }
 }
@@ -121,7 +122,8 @@ test('the relay reads and deletes outbox rows through its index after planning t
     assert.match(deleted, /Index Scan using outbox_pkey on outbox/, deleted);
   } finally {
     for (const client of Object.values(sessions)) {
-      await client.query('DEALLOCATE ALL');
+      await client.query('DEALLOCATE outbox_read');
+      await client.query('DEALLOCATE outbox_delete');
       client.release();
     }
     await relayPool.end();
@@ -148,7 +150,32 @@ test("a graph stored since graph_nodes was analyzed is probed by taskId, not rea
     const buffers = Number(/Buffers: shared hit=(\d+)/.exec(plan)?.[1]);
     assert.ok(buffers < 175 * 6, `${buffers} buffers for 175 members:\n${plan}`);
   } finally {
-    await client.query('DEALLOCATE ALL');
+    await client.query('DEALLOCATE members');
+    client.release();
+  }
+});
+
+test('a graph stored since tasks was analyzed has its nodes read in one pass over its group, not one per node', async () => {
+  const NODES = 3000;
+  const taskIds = await insertPendingTasks(db.pool, NODES, 'nodes', { analyze: false });
+  const { rows } = await db.pool.query<{ task_group_id: string }>('SELECT task_group_id FROM tasks WHERE task_id = $1', [taskIds[0]]);
+  const group = rows[0].task_group_id;
+  await db.pool.query(`INSERT INTO task_graphs (task_graph_id, scheduler_id, node_count, task_count) VALUES ($1, 's', $2, $2)`, [group, NODES]);
+  await db.pool.query(
+    `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label) SELECT $1, (row_number() OVER ()) - 1, task_id, true, task_id FROM tasks WHERE task_group_id = $1`,
+    [group],
+  );
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await setUpNodesRead(client, NODES);
+    const plan = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ${ENCODED_NODES_SQL}`, [group, 0, Date.now()])).rows
+      .map((r) => r['QUERY PLAN'])
+      .join('\n');
+    const buffers = Number(/Buffers: shared hit=(\d+)/.exec(plan)?.[1]);
+    assert.ok(buffers < NODES * 5, `${buffers} buffers for ${NODES} nodes:\n${plan}`);
+  } finally {
+    await client.query('ROLLBACK');
     client.release();
   }
 });
