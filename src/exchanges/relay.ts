@@ -308,14 +308,13 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
     if (!cursorChecked) await checkSequence();
     if (!cursorUsable) cursor.reset();
     const { batch: rows, ...seen } = await read(cursor.nextRead());
-    const startedAt = seen.startedAt;
     if (rows.length > 0) await publishRows(ch, rows);
     const { overflow, more } = cursor.advance({ ids: rows.map((r) => r.id), ...seen });
     stats.gaps = cursor.gapCount;
     if (overflow && ++stats.gapOverflows === 1) {
       log(`more than ${MAX_GAPS} outbox id gaps wait for their transactions to end (a long-running transaction holds xmin back?); reading from the start again (logged once)`);
     }
-    return { more, size: rows.length, startedAt };
+    return { more, size: rows.length, startedAt: seen.startedAt };
   };
 
   const publishRows = async (ch: BusConfirmChannel, rows: OutboxRow[]) => {

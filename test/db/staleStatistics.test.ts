@@ -13,10 +13,11 @@ import { ENCODED_NODES_SQL, setUpNodesRead } from '../../src/scheduler/graphRead
 import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js';
 
 // A queue table's statistics describe the moment autovacuum last analyzed it. Here it is analyzed drained (3,000
-// tasks of three worker pools, every one completed), then a backlog arrives in one pool: the statistics say no task is pending or unresolved. The claim and the
-// task-group checks must still walk their partial indexes (migration 019) instead of scanning whichever index looks
-// smallest: each statement's generic plan (the one a named statement keeps) is read from EXPLAIN. The outbox, near
-// empty whenever it is analyzed, is read by the relay through its index all the same.
+// tasks of three worker pools, every one completed), then a backlog arrives in one pool: the statistics say no task
+// is pending or unresolved. The claim and the task-group checks must still walk their partial indexes (migration 019)
+// instead of scanning whichever index looks smallest: each statement's generic plan (the one a named statement keeps)
+// is read from EXPLAIN. The outbox, near empty whenever it is analyzed, is read by the relay through its index all the
+// same; a graph stored since the last analyze is read by taskId, and its nodes in one pass over its group.
 
 let db: TestDatabase;
 const config = loadConfig({});
