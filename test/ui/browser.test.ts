@@ -43,7 +43,7 @@ after(async () => {
 type Nodes = Parameters<typeof graphOf>[0];
 
 async function submit(nodes: Nodes, workerType = 'fast', workerTypes: Record<string, string> = {}) {
-  const graph = graphOf(nodes);
+  const graph = { ...graphOf(nodes), metadata: { name: `ui test on ${workerType}` } };
   for (const [label, node] of Object.entries(graph.tasks)) (node.task as { workerType: string }).workerType = workerTypes[label] ?? workerType;
   const taskGraphId = slugid.nice();
   const res = await stack.root.request<{ tasks: { label: string; taskId: string }[] }>('scheduler', 'PUT', `/task-graph/${taskGraphId}`, graph);
@@ -139,9 +139,18 @@ test('a small graph shows the right states and updates live as tasks resolve and
   await eventually(async () => (await taskState(ids.get('fetch') as string)) === 'pending', 'fetch pending');
   const page = await newPage();
   const nodeRequests: string[] = [];
-  page.on('request', (r) => r.url().includes('/nodes') && nodeRequests.push(r.url()));
+  const apiRequests: string[] = [];
+  page.on('request', (r) => {
+    if (r.url().includes('/nodes')) nodeRequests.push(r.url());
+    if (r.url().includes('/api/')) apiRequests.push(new URL(r.url()).pathname);
+  });
   await openGraph(page, taskGraphId);
   await expectCounts(page, { pending: 1, unscheduled: 2 }, 'running');
+  // the header's name and age come with the nodes answer: the page asks for nothing else before its first frame
+  // (the info endpoint counts every task by state, seconds of Postgres at 100,000 tasks, for a header that has them)
+  assert.equal(await page.textContent('.graph-header h1'), 'ui test on live');
+  assert.match((await page.textContent('.graph-header .title')) ?? '', /created \d+ s ago/);
+  assert.deepEqual(apiRequests.filter((p) => !p.endsWith('/nodes') && !p.endsWith('/changes')), [], 'requests beside the nodes and the changes feed');
   assert.equal(await page.textContent('[data-total-tasks]'), '3');
   assert.equal(await page.getAttribute('.table-body .row[data-label=fetch]', 'data-state'), 'pending');
 

@@ -37,6 +37,7 @@ export const stateArraysSchema: Record<string, JsonSchema> = {
 export function graphHeader(row: GraphSnapshotRow) {
   return {
     status: graphStatus(row),
+    name: typeof row.metadata?.name === 'string' ? row.metadata.name : '',
     cursor: row.cursor,
     taskCount: row.task_count,
     nodeCount: row.node_count,
@@ -47,6 +48,7 @@ export function graphHeader(row: GraphSnapshotRow) {
 
 export const graphHeaderSchema: Record<string, JsonSchema> = {
   status: graphStatusSchema,
+  name: { type: 'string', description: "the graph's metadata.name, '' when it has none" },
   cursor: { type: 'string', description: 'pass as `since` to the changes endpoint' },
   taskCount: { type: 'integer' },
   nodeCount: { type: 'integer' },

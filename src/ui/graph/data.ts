@@ -3,6 +3,7 @@
 /** The graph-level fields of the nodes and changes answers (src/scheduler/api/nodesEndpoint.ts). */
 export interface GraphHeader {
   status: { schedulerId: string; taskGraphId: string; state: string; routing: string };
+  name: string;
   cursor: string;
   taskCount: number;
   nodeCount: number;

@@ -72,9 +72,9 @@ function handle(request: WorkerRequest): void {
     states[i] = stateCode(raw.states[i]);
     members[i] = raw.members.charCodeAt(i) === 49 ? 1 : 0;
   }
-  const { cursor, status, taskCount, nodeCount, blockedBy, timeBase } = raw;
+  const { cursor, status, name, taskCount, nodeCount, blockedBy, timeBase } = raw;
   const data: GraphData = {
-    header: { cursor, status, taskCount, nodeCount, blockedBy, timeBase },
+    header: { cursor, status, name, taskCount, nodeCount, blockedBy, timeBase },
     n,
     newFrom,
     taskIds: raw.taskIds,

@@ -355,8 +355,8 @@ export class GraphStore {
     }
     this.metrics.changesApplied += count;
     const blockedChanged = answer.blockedBy.join() !== (this.header as GraphHeader).blockedBy.join();
-    const { status, cursor, taskCount, nodeCount, blockedBy, timeBase } = answer;
-    this.header = { status, cursor, taskCount, nodeCount, blockedBy, timeBase };
+    const { status, name, cursor, taskCount, nodeCount, blockedBy, timeBase } = answer;
+    this.header = { status, name, cursor, taskCount, nodeCount, blockedBy, timeBase };
     if (blockedChanged || (statesChanged && this.blocking.length)) {
       this.updateMarkers();
       this.renderer?.flagsChanged();

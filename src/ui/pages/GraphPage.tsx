@@ -1,7 +1,6 @@
 // /ui/task-graph/<taskGraphId>: header with counts, the drawing (WebGL), search, legend, the task table, and the
 // side panel of the selected node. Everything updates live from the changes feed.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { apiGet } from '../api';
 import { ActionResult, ConfirmButton, useAction } from '../components/Actions';
 import { ago } from '../components/format';
 import { TaskPanel } from '../components/TaskPanel';
@@ -9,12 +8,6 @@ import { TaskTable } from '../components/TaskTable';
 import { GraphStore } from '../graph/store';
 import { temporalLink } from '../settings';
 import { GRAPH_STATE_COLORS, STATE_COLORS, STATE_NAMES } from '../states';
-
-interface GraphInfo {
-  metadata: Record<string, string>;
-  created: string;
-  origin: string;
-}
 
 declare global {
   interface Window {
@@ -94,7 +87,6 @@ function Search({ store }: { store: GraphStore }) {
 export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
   const store = useMemo(() => new GraphStore(taskGraphId), [taskGraphId]);
   const [version, setVersion] = useState(0);
-  const [info, setInfo] = useState<GraphInfo>();
   const canvas = useRef<HTMLCanvasElement>(null);
   const overlay = useRef<HTMLCanvasElement>(null);
   const cancel = useAction();
@@ -108,9 +100,6 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
       if (window.tgsGraph === store) window.tgsGraph = undefined;
     };
   }, [store]);
-  useEffect(() => {
-    apiGet<GraphInfo>('scheduler', `/task-graph/${taskGraphId}/info`).then(setInfo, () => undefined);
-  }, [taskGraphId]);
   const header = store.header;
   const state = header?.status.state;
   const link = temporalLink(taskGraphId);
@@ -119,14 +108,14 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
     <div class="graph-page">
       <header class="graph-header">
         <div class="title">
-          <h1>{info?.metadata?.name || 'Task graph'}</h1>
+          <h1>{header?.name || 'Task graph'}</h1>
           <span class="mono muted">{taskGraphId}</span>
           {state && (
             <span class="graph-state badge" data-graph-state={state} style={{ background: GRAPH_STATE_COLORS[state] }}>
               {state}
             </span>
           )}
-          {info && <span class="muted">created {ago(info.created)}</span>}
+          {header && <span class="muted">created {ago(header.timeBase)}</span>}
           {header && <span class="muted">routing {header.status.routing || '—'}</span>}
           {link && (
             <a href={link} target="_blank" rel="noreferrer" class="temporal-link">
