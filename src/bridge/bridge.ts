@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import { prepared } from '../db/pool.js';
 import { queueExchangeName, tgsExchangeName } from '../exchanges/exchanges.js';
 import { OutageLog } from '../outageLog.js';
-import { connectBus, type BusChannel as Channel, type BusConnection, type BusMessage as ConsumeMessage } from '../exchanges/bus.js';
+import { connectBus, sendTogether, type BusChannel as Channel, type BusConnection, type BusMessage as ConsumeMessage } from '../exchanges/bus.js';
 import { observeBridgeLag } from '../observability/metrics.js';
 import {
   resolutionsSignal,
@@ -181,7 +181,9 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
 
   const settle = (ch: Channel, items: Iterable<Pending>) => {
     try {
-      for (const p of items) ch.ack(p.msg);
+      sendTogether(ch, () => {
+        for (const p of items) ch.ack(p.msg);
+      });
     } catch {
       // channel gone: the broker redelivers unacked messages anyway
     }

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { connectSession, createPool, prepared, type DbSession } from '../db/pool.js';
-import { connectBus, type BusConfirmChannel, type BusConnection } from './bus.js';
+import { connectBus, sendTogether, type BusConfirmChannel, type BusConnection } from './bus.js';
 import { declareExchanges } from './declare.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 import { MAX_GAPS, OutboxCursor, type OutboxReadPlan } from './outboxCursor.js';
@@ -319,16 +319,18 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
 
   const publishRows = async (ch: BusConfirmChannel, rows: OutboxRow[]) => {
     const publishedAt = Date.now(); // AMQP timestamp (seconds) + RabbitMQ's timestamp_in_ms header: the bridge's lag metric
-    for (const row of rows) {
-      const message = outboxMessage(config, row);
-      ch.publish(message.exchange, message.routingKey, Buffer.from(JSON.stringify(message.payload)), {
-        messageId: message.messageId,
-        persistent: true,
-        contentType: 'application/json',
-        timestamp: Math.floor(publishedAt / 1000), headers: { timestamp_in_ms: publishedAt },
-        ...(message.cc.length > 0 ? { CC: message.cc } : {}),
-      });
-    }
+    sendTogether(ch, () => {
+      for (const row of rows) {
+        const message = outboxMessage(config, row);
+        ch.publish(message.exchange, message.routingKey, Buffer.from(JSON.stringify(message.payload)), {
+          messageId: message.messageId,
+          persistent: true,
+          contentType: 'application/json',
+          timestamp: Math.floor(publishedAt / 1000), headers: { timestamp_in_ms: publishedAt },
+          ...(message.cc.length > 0 ? { CC: message.cc } : {}),
+        });
+      }
+    });
     await ch.waitForConfirms();
     await pool.query(prepared(OUTBOX_DELETE, [rows.map((r) => r.id)]));
     stats.published += rows.length;
