@@ -175,6 +175,8 @@ test('a small graph shows the right states and updates live as tasks resolve and
   await report(deployRun, 'completed');
   await expectCounts(page, { completed: 4 }, 'finished');
   assert.equal(await page.getAttribute('.table-body .row[data-label=test]', 'data-state'), 'completed');
+  // the changes feed carries the header too: the name stays after its answers
+  assert.equal(await page.textContent('.graph-header h1'), 'ui test on live');
   // the drawing holds the same states as the text, and the new task sits below the one it requires
   assert.equal(await page.evaluate('Array.from(window.tgsGraph.data.states).join()'), '3,3,3,3');
   assert.ok((await page.evaluate('window.tgsGraph.data.xy[7] > window.tgsGraph.data.xy[5]')) as boolean);
