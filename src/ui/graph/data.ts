@@ -11,6 +11,12 @@ export interface GraphHeader {
   timeBase: number;
 }
 
+/** The header fields of a nodes or changes answer, without the rest of the answer (one list, kept by both readers). */
+export function graphHeaderOf(answer: GraphHeader): GraphHeader {
+  const { status, name, cursor, taskCount, nodeCount, blockedBy, timeBase } = answer;
+  return { status, name, cursor, taskCount, nodeCount, blockedBy, timeBase };
+}
+
 export interface GraphData {
   header: GraphHeader;
   n: number;

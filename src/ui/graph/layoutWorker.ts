@@ -3,7 +3,7 @@
 // an extension (nodes added by extend) only brings the new ones and everything is laid out again.
 import { csrFromCounts, edgeSegments, layoutGraph } from './layout';
 import { stateCode } from '../states';
-import type { GraphData, GraphHeader, WorkerRequest, WorkerResponse } from './data';
+import { graphHeaderOf, type GraphData, type GraphHeader, type WorkerRequest, type WorkerResponse } from './data';
 
 interface NodesAnswer extends GraphHeader {
   fromIdx: number;
@@ -72,9 +72,8 @@ function handle(request: WorkerRequest): void {
     states[i] = stateCode(raw.states[i]);
     members[i] = raw.members.charCodeAt(i) === 49 ? 1 : 0;
   }
-  const { cursor, status, name, taskCount, nodeCount, blockedBy, timeBase } = raw;
   const data: GraphData = {
-    header: { cursor, status, name, taskCount, nodeCount, blockedBy, timeBase },
+    header: graphHeaderOf(raw),
     n,
     newFrom,
     taskIds: raw.taskIds,

@@ -3,7 +3,7 @@
 // which fires at most every 200 ms however fast states change; the drawing updates on the next frame.
 import { apiGet, apiUrl, ApiError } from '../api';
 import { isResolved, stateCode, STATE_NAMES } from '../states';
-import type { GraphData, GraphHeader, WorkerRequest, WorkerResponse } from './data';
+import { graphHeaderOf, type GraphData, type GraphHeader, type WorkerRequest, type WorkerResponse } from './data';
 import { GraphRenderer } from './renderer';
 import { FLAG_BLOCKING, FLAG_DIM, FLAG_HELD_BACK, FLAG_SELECTED } from './flags';
 
@@ -355,8 +355,7 @@ export class GraphStore {
     }
     this.metrics.changesApplied += count;
     const blockedChanged = answer.blockedBy.join() !== (this.header as GraphHeader).blockedBy.join();
-    const { status, name, cursor, taskCount, nodeCount, blockedBy, timeBase } = answer;
-    this.header = { status, name, cursor, taskCount, nodeCount, blockedBy, timeBase };
+    this.header = graphHeaderOf(answer);
     if (blockedChanged || (statesChanged && this.blocking.length)) {
       this.updateMarkers();
       this.renderer?.flagsChanged();
