@@ -159,6 +159,17 @@ export class GraphModel {
       else if (s === NODE.ready) this.readyQueue.push(i);
       else if (s === NODE.rerunPending) this.rerunQueue.push(i);
     }
+    // A node of an earlier page may require one of this page (the body named the required label before defining
+    // it, which gives it the later idx): loaded before it, the earlier node counted it as unmet. Count it now from
+    // its loaded state, or the earlier node waits forever for a task that completed before a continue-as-new.
+    for (let j = oldSize; j < newSize; j++) {
+      for (let e = this.depStart[j]; e < this.depStart[j + 1]; e++) {
+        const d = this.deps[e];
+        if (d >= oldSize || !this.satisfies(j, this.mode[d])) continue;
+        this.requiresLeft[d]--;
+        if (this.member[d] && this.requiresLeft[d] === 0 && this.state[d] === NODE.waiting) this.setState(d, NODE.ready);
+      }
+    }
   }
 
   private rebuildDependents(): void {

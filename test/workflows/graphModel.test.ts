@@ -1,7 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GraphModel, NODE, NODE_STATE_NAMES } from '../../src/workflows/graphModel.js';
+import fc from 'fast-check';
+import type { NodePage } from '../../src/workflows/contract.js';
 import { pageFor, type NodeSpec } from '../helpers/graphPages.js';
+import { fuzzParameters } from '../helpers/fuzz.js';
 
 function build(specs: NodeSpec[]) {
   const model = new GraphModel();
@@ -251,4 +254,94 @@ test('a rerun the queue refuses (50 runs, deadline) keeps the failure, so the gr
   assert.deepEqual(g.model.blockedBy(), [g.id('flaky')]);
   assert.equal(g.model.rerunRefused(g.id('flaky'), 'failed'), false, 'a second report changes nothing');
   assert.equal(g.model.rerunRefused(g.id('after'), 'failed'), false, 'a waiting node is not touched');
+});
+
+/** The nodes [from, to) of a page, as loadNodes returns them when asked for that range. */
+function slicePage(page: NodePage, from: number, to: number): NodePage {
+  const edgesBefore = (k: number) => page.requireCounts.slice(0, k).reduce((a, b) => a + b, 0);
+  return {
+    fromIdx: page.fromIdx + from,
+    taskIds: page.taskIds.slice(from * 22, to * 22),
+    members: page.members.slice(from, to),
+    modes: page.modes.slice(from, to),
+    requireCounts: page.requireCounts.slice(from, to),
+    requires: page.requires.slice(edgesBefore(from), edgesBefore(to)),
+    rerunsLeft: page.rerunsLeft.slice(from, to),
+    labels: page.labels.slice(from, to),
+    ...(page.queueStates ? { queueStates: page.queueStates.slice(from, to), latestRuns: page.latestRuns?.slice(from, to) } : {}),
+  };
+}
+
+/** Loads `page` cut at the given points, as a run loads a graph of more than one page. */
+function loadInPages(page: NodePage, cuts: number[], carried?: ReturnType<typeof GraphModel.decodeCarried>): GraphModel {
+  const model = new GraphModel();
+  const n = page.taskIds.length / 22;
+  const bounds = [0, ...[...new Set(cuts.filter((c) => c > 0 && c < n))].sort((a, b) => a - b), n];
+  for (let k = 0; k + 1 < bounds.length; k++) model.addPage(slicePage(page, bounds[k], bounds[k + 1]), carried);
+  return model;
+}
+
+const sameModel = (a: GraphModel, b: GraphModel) => {
+  assert.deepEqual([...a.state.subarray(0, a.size)], [...b.state.subarray(0, b.size)], 'states');
+  assert.deepEqual([...a.requiresLeft.subarray(0, a.size)], [...b.requiresLeft.subarray(0, b.size)], 'requires left');
+  const dispatch = (m: GraphModel) => m.takeDispatch(1000).map((i) => `${i.kind}:${i.taskId}`).sort();
+  assert.deepEqual(dispatch(a), dispatch(b), 'what is dispatched');
+};
+
+/**
+ * A graph in any order of first mention, with any queue states, cut into pages anywhere: labels named before they
+ * are defined get later idxs, so a node may require one of a later page.
+ */
+const pagedGraph = fc
+  .integer({ min: 2, max: 30 })
+  .chain((n) =>
+    fc.record({
+      // the dependency order: a node may require only nodes before it here, whatever their idxs
+      order: fc.shuffledSubarray([...Array(n).keys()], { minLength: n, maxLength: n }),
+      requires: fc.array(fc.array(fc.nat(n - 1), { maxLength: 4 }), { minLength: n, maxLength: n }),
+      states: fc.array(fc.constantFrom('u', 'p', 'r', 'c', 'f', 'e' as const), { minLength: n, maxLength: n }),
+      allResolved: fc.array(fc.boolean(), { minLength: n, maxLength: n }),
+      reruns: fc.array(fc.integer({ min: 0, max: 1 }), { minLength: n, maxLength: n }),
+      cuts: fc.array(fc.integer({ min: 1, max: n - 1 }), { maxLength: 4 }),
+    }),
+  )
+  .map(({ order, requires, states, allResolved, reruns, cuts }) => {
+    const rank = new Map(order.map((idx, r) => [idx, r]));
+    const specs: NodeSpec[] = order.map((_, idx) => ({
+      label: `n${idx}`,
+      requires: [...new Set(requires[idx].filter((r) => (rank.get(r) as number) < (rank.get(idx) as number)))].map((r) => `n${r}`),
+      queueState: states[idx],
+      allResolved: allResolved[idx],
+      reruns: reruns[idx],
+    }));
+    return { specs, cuts };
+  });
+
+test('a graph loaded in pages is the graph loaded whole, whatever requires what across the pages (fuzzed)', () => {
+  fc.assert(
+    fc.property(pagedGraph, ({ specs, cuts }) => {
+      const { page } = pageFor(specs);
+      const whole = new GraphModel();
+      whole.addPage(page);
+      sameModel(loadInPages(page, cuts), whole);
+    }),
+    fuzzParameters(300),
+  );
+});
+
+test('a continued run that loads in pages restores the state carried, whatever requires what across the pages (fuzzed)', () => {
+  fc.assert(
+    fc.property(pagedGraph, ({ specs, cuts }) => {
+      const { page } = pageFor(specs);
+      const before = new GraphModel();
+      before.addPage(page);
+      // some work done before continuing as new: what was ready is dispatched
+      before.dispatched(before.takeDispatch(1000));
+      const carried = GraphModel.decodeCarried({ ...before.carry(), publishedState: null, messageSeq: {}, runs: 1, rejected: [] });
+      const whole = new GraphModel();
+      whole.addPage({ ...page, queueStates: undefined, latestRuns: undefined }, carried);
+      sameModel(loadInPages({ ...page, queueStates: undefined, latestRuns: undefined }, cuts, carried), whole);
+    }),
+    fuzzParameters(300),
+  );
 });
