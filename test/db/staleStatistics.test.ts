@@ -7,6 +7,7 @@ import { claimPending, claimStatement } from '../../src/queue/claimWork.js';
 import { resolveRuns } from '../../src/queue/resolveTask.js';
 import { ANNOUNCE_GROUPS_SQL, DONE_GROUPS_SQL, UNANNOUNCED_DONE_GROUPS_SQL } from '../../src/queue/taskGroups.js';
 import { CURSOR_READ, OUTBOX_DELETE } from '../../src/exchanges/relay.js';
+import { EXPIRED_TASKS_DELETE } from '../../src/queue/sweeps.js';
 import { createPool } from '../../src/db/pool.js';
 import { GRAPH_MEMBERS_SQL } from '../../src/scheduler/graphStore.js';
 import { ENCODED_NODES_SQL, setUpNodesRead } from '../../src/scheduler/graphReads.js';
@@ -178,5 +179,27 @@ test('a graph stored since tasks was analyzed has its nodes read in one pass ove
   } finally {
     await client.query('ROLLBACK');
     client.release();
+  }
+});
+
+test('the expiry sweep finds expired tasks through the expires index when tasks was analyzed near empty', async () => {
+  // its own database: `tasks` analyzed with no row, then 3,000 tasks arrive, none of them expired
+  const fresh = await createTestDatabase();
+  try {
+    await fresh.pool.query('VACUUM ANALYZE tasks');
+    await insertPendingTasks(fresh.pool, 3000, 'expiry', { analyze: false });
+    const client = await fresh.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const plan = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) ${EXPIRED_TASKS_DELETE}`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+      assert.match(plan, /Index Scan using tasks_expires on tasks/, plan);
+      const buffers = Number(/Buffers: shared hit=(\d+)/.exec(plan)?.[1] ?? 0) + Number(/read=(\d+)/.exec(plan)?.[1] ?? 0);
+      assert.ok(buffers < 20, `the sweep read ${buffers} buffers to find no expired task among 3,000:\n${plan}`);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  } finally {
+    await fresh.drop();
   }
 });
