@@ -6,6 +6,7 @@ import { queueExchangeName, tgsExchangeName } from '../exchanges/exchanges.js';
 import { OutageLog } from '../outageLog.js';
 import { connectBus, sendTogether, type BusChannel as Channel, type BusConnection, type BusMessage as ConsumeMessage } from '../exchanges/bus.js';
 import { observeBridgeLag } from '../observability/metrics.js';
+import { graphsHearing } from '../scheduler/graphStore.js';
 import {
   resolutionsSignal,
   tasksDefinedSignal,
@@ -271,13 +272,7 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
       const { confirmed, refused } = await confirmByStoredState(resolutions);
       settle(ch, refused);
       // Every graph that has the task as a node hears it: its own graph and graphs depending on it.
-      const { rows } = await pool.query<{ task_graph_id: string; task_id: string; origin: string }>(
-        prepared(
-          `SELECT n.task_graph_id, n.task_id, g.origin FROM graph_nodes n JOIN task_graphs g USING (task_graph_id)
-           WHERE n.task_id = ANY($1) AND (g.state IN ('running', 'blocked') OR g.origin = 'queue')`,
-          [[...new Set(confirmed.map((r) => r.taskId))]],
-        ),
-      );
+      const rows = await graphsHearing(pool, [...new Set(confirmed.map((r) => r.taskId))]);
       const byTask = new Map<string, Pending[]>();
       for (const p of confirmed) byTask.set(p.taskId, [...(byTask.get(p.taskId) ?? []), p]);
       const byGraph = new Map<string, { origin: string; msgs: Pending[] }>();

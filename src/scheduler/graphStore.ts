@@ -64,6 +64,24 @@ export async function memberIndex(db: Queryable, taskGraphId: string): Promise<M
  */
 export const GRAPH_MEMBERS_SQL = `SELECT task_id FROM graph_nodes WHERE task_id = ${anyOf('$2', 'text')} AND task_graph_id || '' = $1 AND member`;
 
+/**
+ * The live graphs (running or blocked, or a task group's queue-level graph) that have any of the taskIds $1 as a
+ * node, member or external: who hears a resolution. Driven by taskId (graph_nodes_by_task), each node's graph found
+ * after by its key; `task_graph_id || ''` keeps Postgres from reading the live graphs first and each one's nodes
+ * through (task_graph_id, task_id) with the taskIds as a filter. It planned that way with autovacuum on, once
+ * `graph_nodes` had been vacuumed after a 100,000-task graph was stored but not yet analyzed: each flush of the
+ * bridge tested all 100,000 nodes against its taskIds (0.7 s a call, against 0.8 ms by taskId), and the graph ran
+ * at 501 tasks/s instead of 750 (docs/benchmarks.md).
+ */
+export const GRAPHS_HEARING_SQL = `SELECT n.task_graph_id, n.task_id, g.origin FROM graph_nodes n JOIN task_graphs g ON g.task_graph_id = n.task_graph_id || ''
+  WHERE n.task_id = ${anyOf('$1', 'text')} AND (g.state IN ('running', 'blocked') OR g.origin = 'queue')`;
+
+/** The graphs that hear resolutions of these tasks: each node of theirs with its graph (GRAPHS_HEARING_SQL). */
+export async function graphsHearing(db: Queryable, taskIds: string[]): Promise<{ task_graph_id: string; task_id: string; origin: string }[]> {
+  if (taskIds.length === 0) return [];
+  return (await db.query<{ task_graph_id: string; task_id: string; origin: string }>(prepared(GRAPHS_HEARING_SQL, [taskIds]))).rows;
+}
+
 /** Which of these taskIds are member tasks of the graph (activities act on nothing else, whatever they are told). */
 export async function graphMembers(db: Queryable, taskGraphId: string, taskIds: string[]): Promise<Set<string>> {
   if (taskIds.length === 0) return new Set();

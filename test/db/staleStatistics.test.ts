@@ -9,7 +9,7 @@ import { ANNOUNCE_GROUPS_SQL, DONE_GROUPS_SQL, UNANNOUNCED_DONE_GROUPS_SQL } fro
 import { CURSOR_READ, OUTBOX_DELETE } from '../../src/exchanges/relay.js';
 import { EXPIRED_TASKS_DELETE } from '../../src/queue/sweeps.js';
 import { createPool } from '../../src/db/pool.js';
-import { GRAPH_MEMBERS_SQL } from '../../src/scheduler/graphStore.js';
+import { GRAPH_MEMBERS_SQL, GRAPHS_HEARING_SQL } from '../../src/scheduler/graphStore.js';
 import { ENCODED_NODES_SQL, setUpNodesRead } from '../../src/scheduler/graphReads.js';
 import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js';
 
@@ -154,6 +154,31 @@ test("a graph stored since graph_nodes was analyzed is probed by taskId, not rea
   } finally {
     await client.query('DEALLOCATE members');
     client.release();
+  }
+});
+
+test("the graphs hearing a flush's resolutions are found by taskId, not by reading a graph stored since graph_nodes was analyzed", async () => {
+  // its own database: graph_nodes analyzed empty, then a live graph of 20,000 nodes stored and vacuumed (not
+  // analyzed), and the bridge asks which live graphs have 175 of its tasks as nodes
+  const fresh = await createTestDatabase();
+  const client = await fresh.pool.connect();
+  try {
+    await client.query('VACUUM ANALYZE task_graphs, graph_nodes');
+    await client.query(`INSERT INTO task_graphs (task_graph_id, scheduler_id) VALUES ('big', 's')`);
+    await client.query(`INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label) SELECT 'big', n, 'big-' || n, true, 'l' || n FROM generate_series(0, 19999) AS n`);
+    await client.query('VACUUM graph_nodes');
+    const ids = `ARRAY[${Array.from({ length: 175 }, (_, i) => `'big-${i * 100}'`).join(', ')}]`;
+    // the plan a named statement settles on after its first five calls: the generic one
+    await client.query('SET plan_cache_mode = force_generic_plan');
+    await client.query(`PREPARE hearing(text[]) AS ${GRAPHS_HEARING_SQL}`);
+    assert.equal((await client.query(`EXECUTE hearing(${ids})`)).rows.length, 175);
+    const plan = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE hearing(${ids})`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+    assert.match(plan, /(Index Scan using|Bitmap Index Scan on) graph_nodes_by_task/, plan);
+    // the plan to avoid reads the graph's 20,000 index entries (few buffers) and tests each against the 175 taskIds
+    assert.doesNotMatch(plan, /Rows Removed by Filter/, plan);
+  } finally {
+    client.release();
+    await fresh.drop();
   }
 });
 
