@@ -11,6 +11,7 @@ import protoModule from '@temporalio/proto';
 import { benchPostgresUrl } from './pgSocket.js';
 import { startBenchStack } from './stack.js';
 import { settle } from './settle.js';
+import { autovacuumForRun } from './autovacuum.js';
 import { cpuSince, cpuSnapshot } from './cpu.js';
 import { graphRun } from './graphRun.js';
 import { graphOf, layeredGraph } from '../support/graphs.js';
@@ -20,6 +21,7 @@ const [tasks = 10_000, rounds = 2] = process.argv.slice(2, 4).map(Number);
 const layered = process.argv[4] === 'layered';
 const log = (line: string) => console.error(`[timeline ${new Date().toISOString().slice(11, 19)}] ${line}`);
 const stack = await startBenchStack({ separateProcesses: true, postgresUrl: benchPostgresUrl(), log });
+const autovacuum = await autovacuumForRun(stack.api.db.pool, log, false);
 const eventName = (type: unknown) => String(protoModule.temporal.api.enums.v1.EventType[type as number] ?? type).replace(/^EVENT_TYPE_/, '');
 try {
   for (let round = 1; round <= rounds; round++) {
@@ -53,6 +55,7 @@ try {
     }
   }
 } finally {
+  await autovacuum.restore();
   await stack.stop();
 }
 

@@ -9,7 +9,7 @@ const cpu = (c: Record<string, number> | undefined) =>
 export function renderMarkdown(r: Results): string {
   const m = r.machine ?? {};
   const lines = [
-    `Machine: ${m.cpus} × ${m.cpuModel ?? 'CPU'}, ${m.memGiB} GiB RAM; Node ${m.node}; ${m.temporal}; PostgreSQL ${m.postgres}${m.postgresVia ? ` (via ${m.postgresVia})` : ''}; RabbitMQ ${m.rabbitmq}.`,
+    `Machine: ${m.cpus} × ${m.cpuModel ?? 'CPU'}, ${m.memGiB} GiB RAM; Node ${m.node}; ${m.temporal}; PostgreSQL ${m.postgres}${m.postgresVia ? ` (via ${m.postgresVia})` : ''}${m.autovacuum ? `, autovacuum ${m.autovacuum}` : ''}; RabbitMQ ${m.rabbitmq}.`,
     `Run ${r.date}${r.quick ? ' (--quick sizes)' : ''}; processes: ${r.processes ?? 'single'}; ${r.warm ? 'warmed up, the database vacuumed and analyzed before each scenario (bench/settle.ts)' : 'fresh processes, no vacuum between scenarios (--cold)'}.`,
     '',
     '| scenario | figure | tgs | compared with | goal |',

@@ -1,7 +1,8 @@
 /**
- * `npm run bench [-- --quick] [-- --only=hop,throughput,scale,queue,ui] [-- --layers=N --width=M] [-- --single-process] [-- --cold]`:
- * tgs against its floors, measured in one run on this machine, on warmed-up processes with the database settled
- * before each scenario (bench/settle.ts; --cold: neither, as the bench measured until 2026-11-25). Each scenario is a file under bench/scenarios/ with
+ * `npm run bench [-- --quick] [-- --only=hop,throughput,scale,queue,ui] [-- --layers=N --width=M] [-- --single-process] [-- --cold]
+ * [-- --server-autovacuum]`: tgs against its floors, measured in one run on this machine, on warmed-up processes with
+ * the database settled before each scenario (bench/settle.ts; --cold: neither, as the bench measured until
+ * 2026-11-25) and autovacuum on (bench/autovacuum.ts; --server-autovacuum: as the server has it). Each scenario is a file under bench/scenarios/ with
  * `run(stack, sizes)`; this file reads the command line, starts the stack, runs the scenarios asked for and writes
  * bench/results/latest.json, a dated copy and a table.
  */
@@ -13,6 +14,7 @@ import { benchPostgresUrl } from './pgSocket.js';
 import { renderMarkdown } from './report.js';
 import { FULL_SIZES, QUICK_SIZES, type BenchStack, type Sizes } from './scenario.js';
 import { settle, warmUp } from './settle.js';
+import { autovacuumForRun } from './autovacuum.js';
 import { startBenchStack } from './stack.js';
 import * as hop from './scenarios/hop.js';
 import * as throughput from './scenarios/throughput.js';
@@ -43,6 +45,7 @@ function parseArgs(args: string[]) {
     // deployment (bench/stack.ts). --single-process keeps them in one.
     separateProcesses: !args.includes('--single-process'),
     cold: args.includes('--cold'),
+    serverAutovacuum: args.includes('--server-autovacuum'),
   };
 }
 
@@ -69,11 +72,12 @@ async function machine(stack: BenchStack) {
 }
 
 async function main() {
-  const { quick, sizes, only, separateProcesses, cold } = parseArgs(process.argv.slice(2));
+  const { quick, sizes, only, separateProcesses, cold, serverAutovacuum } = parseArgs(process.argv.slice(2));
   log(`starting the stack (quick=${quick}, ${separateProcesses ? 'api, bridge and scheduler-worker as processes' : 'single process'})`);
   const stack = await startBenchStack({ separateProcesses, postgresUrl: benchPostgresUrl(), log });
+  const autovacuum = await autovacuumForRun(stack.api.db.pool, log, serverAutovacuum);
   const results: Record<string, unknown> = {
-    machine: await machine(stack),
+    machine: { ...(await machine(stack)), autovacuum: autovacuum.setting },
     quick,
     processes: separateProcesses ? 'api, bridge, scheduler-worker, relay as tgs processes; the fast worker in the bench process' : 'single',
     date: new Date().toISOString(),
@@ -87,6 +91,7 @@ async function main() {
       results[name] = await scenario.run(stack, sizes);
     }
   } finally {
+    await autovacuum.restore().catch((err: unknown) => log(`autovacuum: could not put the server's setting back (${String(err)}): run ALTER SYSTEM RESET autovacuum`));
     await stack.stop();
   }
   mkdirSync('bench/results', { recursive: true });

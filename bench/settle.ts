@@ -18,14 +18,15 @@ export async function warmUp(stack: BenchStack, sizes: Sizes): Promise<unknown> 
 }
 
 /**
- * Before each scenario: what autovacuum would have done by then (docs/deployments.md: tgs depends on it), which
- * this machine's Postgres runs without: dead rows of the scenario before vacuumed away, statistics taken. Without
- * it a scenario paid for the dead index entries of the ones before it (claim + complete: Postgres 1.6 → 3.4 ms a
- * task over three runs), and the named statements kept the plans they were given while their tables were nearly
- * empty (the bridge's check of stored runs read all 10,000 tasks of a table it had planned as one page).
+ * Before each scenario: the dead rows of the one before vacuumed away and statistics taken, so that each scenario
+ * starts on the same footing whatever ran before it (autovacuum, on during the run since 2026-11-26:
+ * bench/autovacuum.ts, would get there at its own pace, one `autovacuum_naptime` or more later). Without it a
+ * scenario paid for the dead index entries of the ones before it (claim + complete: Postgres 1.6 → 3.4 ms a task
+ * over three runs), and the named statements kept the plans they were given while their tables were nearly empty
+ * (the bridge's check of stored runs read all 10,000 tasks of a table it had planned as one page).
  */
 export async function settle(stack: BenchStack): Promise<void> {
   const started = performance.now();
   await stack.api.db.pool.query('VACUUM (ANALYZE)');
-  stack.log(`vacuumed and analyzed in ${Math.round(performance.now() - started)} ms (in place of autovacuum)`);
+  stack.log(`vacuumed and analyzed in ${Math.round(performance.now() - started)} ms (each scenario starts without the dead rows of the one before)`);
 }
