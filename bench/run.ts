@@ -8,13 +8,14 @@
  */
 import { cpus, totalmem } from 'node:os';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { findTemporalCli } from '../src/temporal/devServer.js';
 import { benchPostgresUrl } from './pgSocket.js';
 import { renderMarkdown } from './report.js';
 import { FULL_SIZES, QUICK_SIZES, type BenchStack, type Sizes } from './scenario.js';
 import { settle, warmUp } from './settle.js';
 import { autovacuumForRun } from './autovacuum.js';
+import { chromiumOptions } from '../support/uiBuild.js';
 import { startBenchStack } from './stack.js';
 import * as hop from './scenarios/hop.js';
 import * as throughput from './scenarios/throughput.js';
@@ -73,6 +74,13 @@ async function machine(stack: BenchStack) {
 
 async function main() {
   const { quick, sizes, only, separateProcesses, cold, serverAutovacuum } = parseArgs(process.argv.slice(2));
+  // before minutes of other scenarios, whose results a failing ui scenario would take down with it
+  if (only.has('ui') && !existsSync(chromiumOptions.executablePath)) {
+    throw new Error(
+      `the ui scenario drives Chromium, which is missing at ${chromiumOptions.executablePath}: install it (apt-get install -y chromium; ` +
+        '`npm test` installs it too), set TGS_CHROMIUM to a Chromium binary, or leave the scenario out (--only=hop,throughput,queue,scale)',
+    );
+  }
   log(`starting the stack (quick=${quick}, ${separateProcesses ? 'api, bridge and scheduler-worker as processes' : 'single process'})`);
   const stack = await startBenchStack({ separateProcesses, postgresUrl: benchPostgresUrl(), log });
   const autovacuum = await autovacuumForRun(stack.api.db.pool, log, serverAutovacuum);
