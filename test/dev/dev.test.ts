@@ -53,9 +53,20 @@ async function start(args: string[], env = embeddedEnv()): Promise<DevProcess> {
 
 test('embedded tgs dev: a graph runs to finished with --workers 1; Ctrl-C stops everything; a restart still knows the graph; one data dir, one tgs dev; a second instance takes other ports', async () => {
   const dataDir = path.join(work, 'instance-1');
-  const ports = await devPorts();
-  const metricsPort = await freePort();
-  const dev = await start(['--data-dir', dataDir, '--workers', '1', ...ports], embeddedEnv({ TGS_METRICS_PORT: String(metricsPort) }));
+  // The ports are free when picked, not always when tgs dev binds them: another process may take one meanwhile
+  // (seen: the metrics port, which tgs dev must not move since it was asked for). Such a start is tried again.
+  let ports: string[] = [];
+  let metricsPort = 0;
+  let dev: DevProcess | undefined;
+  for (let attempt = 1; !dev; attempt++) {
+    ports = await devPorts();
+    metricsPort = await freePort();
+    try {
+      dev = await start(['--data-dir', dataDir, '--workers', '1', ...ports], embeddedEnv({ TGS_METRICS_PORT: String(metricsPort) }));
+    } catch (err) {
+      if (attempt >= 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
+    }
+  }
   const out = dev.output();
   assert.match(out, /embedded PGlite in .*instance-1\/pglite/);
   assert.match(out, /in-process message bus/);
