@@ -83,7 +83,10 @@ async function main() {
   }
   log(`starting the stack (quick=${quick}, ${separateProcesses ? 'api, bridge and scheduler-worker as processes' : 'single process'})`);
   const stack = await startBenchStack({ separateProcesses, postgresUrl: benchPostgresUrl(), log });
-  const autovacuum = await autovacuumForRun(stack.api.db.pool, log, serverAutovacuum);
+  const autovacuum = await autovacuumForRun(stack.api.db.pool, log, serverAutovacuum).catch(async (err: unknown) => {
+    await stack.stop();
+    throw err;
+  });
   const results: Record<string, unknown> = {
     machine: { ...(await machine(stack)), autovacuum: autovacuum.setting },
     quick,
