@@ -76,10 +76,17 @@ export const GRAPH_MEMBERS_SQL = `SELECT task_id FROM graph_nodes WHERE task_id 
 export const GRAPHS_HEARING_SQL = `SELECT n.task_graph_id, n.task_id, g.origin FROM graph_nodes n JOIN task_graphs g ON g.task_graph_id = n.task_graph_id || ''
   WHERE n.task_id = ${anyOf('$1', 'text')} AND (g.state IN ('running', 'blocked') OR g.origin = 'queue')`;
 
+/** A node of a live graph, with its graph's origin: one row of GRAPHS_HEARING_SQL. */
+export interface HearingNode {
+  task_graph_id: string;
+  task_id: string;
+  origin: string;
+}
+
 /** The graphs that hear resolutions of these tasks: each node of theirs with its graph (GRAPHS_HEARING_SQL). */
-export async function graphsHearing(db: Queryable, taskIds: string[]): Promise<{ task_graph_id: string; task_id: string; origin: string }[]> {
+export async function graphsHearing(db: Queryable, taskIds: string[]): Promise<HearingNode[]> {
   if (taskIds.length === 0) return [];
-  return (await db.query<{ task_graph_id: string; task_id: string; origin: string }>(prepared(GRAPHS_HEARING_SQL, [taskIds]))).rows;
+  return (await db.query<HearingNode>(prepared(GRAPHS_HEARING_SQL, [taskIds]))).rows;
 }
 
 /** Which of these taskIds are member tasks of the graph (activities act on nothing else, whatever they are told). */
