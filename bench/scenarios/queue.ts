@@ -1,5 +1,10 @@
 import slugid from 'slugid';
+import { insertPendingTasks } from '../../support/db.js';
 import { fastTask } from '../../support/graphs.js';
+import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js';
+import { createPool } from '../../src/db/pool.js';
+import { claimPending } from '../../src/queue/claimWork.js';
+import { resolveRun } from '../../src/queue/resolveTask.js';
 import { startFastWorker } from '../../support/fastWorker.js';
 import { percentile } from '../stats.js';
 import { cpuSince, cpuSnapshot } from '../cpu.js';
@@ -51,6 +56,7 @@ export async function run(stack: BenchStack, sizes: Sizes) {
   };
   const single = await drain('qtp', 1);
   const batched = await drain('qtp8', 8);
+  const floor = await statementFloor(stack, sizes.queueTasks, claimers, 8);
   return {
     claim_p50_ms: percentile(latencies, 50),
     claim_p99_ms: percentile(latencies, 99),
@@ -62,5 +68,41 @@ export async function run(stack: BenchStack, sizes: Sizes) {
     // CPU milliseconds per task, by process, while draining (where the time goes)
     cpu_ms_per_task: single.cpu,
     cpu_ms_per_task_batch8: batched.cpu,
+    // the floor: the same claims (up to 8 a call) and reports as bare statements, no HTTP in between
+    floor_per_s: floor.perS,
+    cpu_ms_per_task_floor: floor.cpu,
   };
+}
+
+/**
+ * Claim + complete done the bare way, in the same run: `count` pending tasks claimed `batch` at a time and each
+ * reported completed with the very functions the API's claimWork and reportCompleted call (claimPending, resolveRun),
+ * from `claimers` loops in the bench process over a pool of as many connections. No HTTP, Hawk, API process or log
+ * line in between; the relay still publishes what the statements write, as it does for the API's.
+ */
+async function statementFloor(stack: BenchStack, count: number, claimers: number, batch: number) {
+  const pool = createPool(stack.config.databaseUrl, claimers);
+  const issuer = { clientId: ISSUER_CLIENT_ID, accessToken: generateAccessToken(), scopes: ['*'], expires: new Date('9999-12-31') };
+  const groups = { note: () => undefined };
+  try {
+    await insertPendingTasks(pool, count, 'qfloor');
+    const t0 = performance.now();
+    const cpuBefore = cpuSnapshot(stack.processNames());
+    let reported = 0;
+    await Promise.all(
+      Array.from({ length: claimers }, async (_, k) => {
+        for (;;) {
+          const claimed = await claimPending(pool, stack.config, issuer, { provisionerId: 'tgs-test', workerType: 'qfloor', workerGroup: 'floor', workerId: `w${k}`, count: batch });
+          if (claimed.length === 0) return;
+          await Promise.all(claimed.map((t) => resolveRun(pool, stack.config, groups, t.status.taskId, t.runId, 'completed')));
+          reported += claimed.length;
+        }
+      }),
+    );
+    const seconds = (performance.now() - t0) / 1000;
+    if (reported !== count) throw new Error(`queue floor: ${reported} of ${count} tasks claimed and reported`);
+    return { perS: Math.round(count / seconds), cpu: cpuSince(cpuBefore, cpuSnapshot(stack.processNames()), count) };
+  } finally {
+    await pool.end();
+  }
 }
