@@ -89,10 +89,25 @@ export function dependentTaskDefinedMessage(config: Config, row: TaskRow): Outbo
  * (src/exchanges/relay.ts outboxMessage). The single statements that change tasks and announce them at once use it.
  */
 export function renderedMessagesInsert(from: string, exchange: QueueExchange): string {
+  return renderedInsert(from, `'${exchange}'`);
+}
+
+/**
+ * renderedMessagesInsert for rows whose latest run was just resolved: each its resolution's exchange (task-completed,
+ * task-failed or task-exception, as resolutionMessage picks it), from the row's state; the messages in the order of
+ * `from`'s column `order` (outbox ids are the publish order).
+ */
+export function resolutionMessagesInsert(from: string, order: string): string {
+  return renderedInsert(from, `'task-' || c.state`, order);
+}
+
+/** The INSERT of both: `exchange`, SQL over the rendered row `c`, names each row's exchange. */
+function renderedInsert(from: string, exchange: string, order?: string): string {
+  const sortKey = order ? `, ${order} AS sort_key` : '';
   return `INSERT INTO outbox (message_id, exchange, routing_key, payload, render)
-    SELECT c.task_id || '/' || (jsonb_array_length(c.runs) - 1) || '/${exchange}', '', '',
-           jsonb_build_object('row', to_jsonb(c), 'runId', jsonb_array_length(c.runs) - 1), '${exchange}'
-    FROM (SELECT ${TASK_COLUMNS} FROM ${from}) c`;
+    SELECT c.task_id || '/' || (jsonb_array_length(c.runs) - 1) || '/' || ${exchange}, '', '',
+           jsonb_build_object('row', to_jsonb(c)${order ? ` - 'sort_key'` : ''}, 'runId', jsonb_array_length(c.runs) - 1), ${exchange}
+    FROM (SELECT ${TASK_COLUMNS}${sortKey} FROM ${from}) c${order ? '\n    ORDER BY c.sort_key' : ''}`;
 }
 
 /** The message announcing a run's resolution. */

@@ -3,10 +3,10 @@ import type { Config } from '../config.js';
 import { anyOf, notifySoon, prepared, type Queryable } from '../db/pool.js';
 import { TgsError, type ErrorCode } from '../errors.js';
 import { OUTBOX_CHANNEL, outboxInsert, outboxRows, type OutboxMessage } from '../exchanges/outbox.js';
-import { resolutionMessage, taskMessage } from './messages.js';
+import { resolutionMessage, resolutionMessagesInsert, taskMessage } from './messages.js';
 import { PENDING_CHANNEL } from './notify.js';
 import type { GroupAnnouncer } from './groupAnnouncer.js';
-import { addPendingRun, loadTask, loadTasks, resolveLatestRun, saveTasks, taskStatus, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
+import { addPendingRun, loadTask, loadTasks, resolveLatestRun, saveTasks, taskStatus, TASK_COLUMNS, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
 
 export const EXCEPTION_REASONS = ['worker-shutdown', 'malformed-payload', 'resource-unavailable', 'internal-error', 'intermittent-task'] as const;
 
@@ -50,6 +50,71 @@ const REPORTS_SQL = `WITH reported AS (
     ORDER BY m.n
   )
   SELECT task_id FROM reported`;
+
+/**
+ * The common report, a running latest run resolved without a retry, in one statement with no read before it: each
+ * run resolved in SQL as resolveLatestRun does it in JavaScript, and its message written as the row's snapshot for the
+ * relay to render (as a claim's task-running is), in the items' order. `items` is the relation `v` of the reports
+ * (run_id, state, reason: reasonResolved, n: the order), `match` ties a task row to its report, `time` is the time
+ * resolved. A report it does not fit (a repeated report, a run that is not the running latest, a task or run that
+ * does not exist) changes no row and writes no message, and goes the read-check-write way, which answers it. The read
+ * it saves was 0.03 ms of Postgres' statement time a report, and a round trip with its rows parsed in the API.
+ */
+const resolveRunningSql = (items: string, match: string, time: string) => `WITH reported AS (
+    UPDATE tasks t SET state = v.state, taken_until = NULL, pending_since = NULL,
+      runs = jsonb_set(t.runs, ARRAY[v.run_id::text],
+        (t.runs -> -1) || jsonb_build_object('state', v.state, 'reasonResolved', v.reason, 'resolved', ${time}::text))
+    FROM ${items}
+    WHERE ${match} AND jsonb_array_length(t.runs) - 1 = v.run_id AND t.runs -> -1 ->> 'state' = 'running'
+    RETURNING t.*, v.n
+  ), announced AS (
+    ${resolutionMessagesInsert('reported', 'n')}
+  )
+  SELECT ${TASK_COLUMNS} FROM reported`;
+
+/** One report: $1 taskId, $2 runId, $3 outcome, $4 reasonResolved, $5 the time. */
+const RESOLVE_ONE_SQL = resolveRunningSql('(SELECT $2::int AS run_id, $3::text AS state, $4::text AS reason, 1 AS n) v', 't.task_id = $1', '$5');
+
+/**
+ * Many reports, each task once: $1 the items as JSON, $2 their taskIds, $3 the time. JSON, not arrays: Postgres sees
+ * an array's length in `unnest` and planned every call for it (0.46 ms of its CPU a report, where a generic plan costs
+ * 0.21). The index scan of `ANY(...)` locks the rows in taskId order whatever the items' order.
+ */
+const RESOLVE_MANY_SQL = resolveRunningSql(
+  'ROWS FROM (jsonb_to_recordset($1::jsonb) AS (task_id text, run_id int, state text, reason text)) WITH ORDINALITY AS v(task_id, run_id, state, reason, n)',
+  `t.task_id = v.task_id AND t.task_id = ${anyOf('$2', 'text')}`,
+  '$3',
+);
+
+/** Whether RESOLVE_ONE_SQL / RESOLVE_MANY_SQL may take a report: no retry to add, and a runId a task can have (at most 50 runs). */
+const resolvesInOne = (r: Resolution) =>
+  !(r.outcome === 'exception' && (r.reason === 'worker-shutdown' || r.reason === 'intermittent-task')) && Number.isInteger(r.runId) && r.runId >= 0 && r.runId <= 49;
+
+/**
+ * Reports of distinct tasks in one statement: the rows it wrote, by taskId, each announced. None when the statement
+ * lost a deadlock with another writer (rolled back: nothing written; the caller's other way follows).
+ */
+async function resolveRunning(pool: pg.Pool, groups: Pick<GroupAnnouncer, 'note'>, items: Resolution[]): Promise<Map<string, TaskRow>> {
+  let rows: TaskRow[];
+  try {
+    const reasonResolved = (r: Resolution) => (r.outcome === 'exception' ? (r.reason as string) : r.outcome);
+    const time = new Date().toISOString();
+    ({ rows } = await pool.query<TaskRow>(
+      items.length === 1
+        ? prepared(RESOLVE_ONE_SQL, [items[0].taskId, items[0].runId, items[0].outcome, reasonResolved(items[0]), time])
+        : prepared(RESOLVE_MANY_SQL, [
+            JSON.stringify(items.map((r) => ({ task_id: r.taskId, run_id: r.runId, state: r.outcome, reason: reasonResolved(r) }))),
+            items.map((r) => r.taskId),
+            time,
+          ]),
+    ));
+  } catch (err) {
+    if ((err as { code?: string }).code === DEADLOCK_DETECTED) return new Map();
+    throw err;
+  }
+  if (rows.length > 0) announceReports(pool, groups, rows);
+  return new Map(rows.map((row) => [row.task_id, row]));
+}
 
 // A report races only with its own run's reclaim and the sweeps: a few rereads at most.
 const MAX_REPORT_ATTEMPTS = 20;
@@ -112,6 +177,11 @@ export async function resolveRun(
   state: Outcome,
   reason?: string,
 ): Promise<TaskStatus> {
+  const item: Resolution = { taskId, runId, outcome: state, reason: reason as Resolution['reason'] };
+  if (resolvesInOne(item)) {
+    const row = (await resolveRunning(pool, groups, [item])).get(taskId);
+    if (row) return taskStatus(row);
+  }
   for (let attempt = 1; ; attempt++) {
     const plan = planReport(config, await loadTask(pool, taskId), taskId, runId, state, reason, new Date());
     if (!plan.write) return plan.status;
@@ -158,6 +228,16 @@ export type ResolutionResult =
  */
 export async function resolveRuns(pool: pg.Pool, config: Config, groups: Pick<GroupAnnouncer, 'note'>, resolutions: Resolution[]): Promise<ResolutionResult[]> {
   const results: (ResolutionResult | undefined)[] = resolutions.map(() => undefined);
+  // A batch RESOLVE_MANY_SQL fits whole (distinct tasks, no retry) is written by it in one statement first. The
+  // items it does not write are those that write nothing the other way either (repeats, 404, 409), so the messages
+  // keep the batch's order. Any other batch goes the other way whole.
+  if (new Set(resolutions.map((r) => r.taskId)).size === resolutions.length && resolutions.every(resolvesInOne)) {
+    const written = await resolveRunning(pool, groups, resolutions);
+    for (const [i, r] of resolutions.entries()) {
+      const row = written.get(r.taskId);
+      if (row) results[i] = { taskId: r.taskId, runId: r.runId, status: taskStatus(row) };
+    }
+  }
   for (let attempt = 1; ; attempt++) {
     const open = resolutions.flatMap((_, i) => (results[i] ? [] : [i]));
     if (open.length === 0) return results as ResolutionResult[];

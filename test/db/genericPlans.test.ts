@@ -39,26 +39,29 @@ async function plans(client: pg.PoolClient, fragment: string) {
   return rows;
 }
 
-test('claims of 1 and of 4 tasks, the batch report and its read each keep one generic plan', async () => {
+test('claims of 1 and of 4 tasks, the batch reports (in one statement, and read then written) and their read each keep one generic plan', async () => {
   const client = await db.pool.connect();
   try {
     const pool = client as unknown as pg.Pool;
     const claimed: { taskId: string; runId: number }[] = [];
-    for (const count of [1, 4]) {
-      for (let i = 0; i < 12; i++) {
+    for (const [count, calls] of [[1, 12], [4, 24]]) {
+      for (let i = 0; i < calls; i++) {
         const got = await claimPending(pool, config, issuer, { provisionerId: 'tgs-test', workerType: 'plans', workerGroup: 'g', workerId: 'w', count });
         assert.equal(got.length, count);
         claimed.push(...got.map((t) => ({ taskId: t.status.taskId, runId: t.runId })));
       }
     }
-    for (let i = 0; i < 48; i += 4) {
-      const answers = await resolveRuns(pool, config, { note: () => undefined }, claimed.slice(i, i + 4).map((c) => ({ ...c, outcome: 'completed' as const })));
+    const report = async (items: { taskId: string; runId: number }[]) => {
+      const answers = await resolveRuns(pool, config, { note: () => undefined }, items.map((c) => ({ ...c, outcome: 'completed' as const })));
       assert.ok(answers.every((a) => 'status' in a && a.status.state === 'completed'), JSON.stringify(answers));
-    }
+    };
+    // distinct tasks: one statement each batch; a task named twice: the batch is read, then written
+    for (let i = 0; i < 48; i += 4) await report(claimed.slice(i, i + 4));
+    for (let i = 48; i < 96; i += 4) await report([claimed[i], ...claimed.slice(i, i + 4)]);
     const claims = await plans(client, 'FOR UPDATE SKIP LOCKED');
     assert.equal(claims.length, 2, 'one named claim statement per count');
     for (const p of claims) assert.ok(p.generic_plans >= 6 && p.custom_plans <= 6, `claim: ${JSON.stringify(p)}`);
-    for (const fragment of ['WITH reported AS', 'FROM tasks WHERE task_id = ANY']) {
+    for (const fragment of ['AS v(task_id, run_id, state, reason, n)', 'read_runs jsonb', 'FROM tasks WHERE task_id = ANY']) {
       const [p] = await plans(client, fragment);
       assert.ok(p.generic_plans >= 6 && p.custom_plans <= 6, `${fragment}: ${JSON.stringify(p)}`);
     }

@@ -1,0 +1,115 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import slugid from 'slugid';
+import type pg from 'pg';
+import { createTestDatabase, type TestDatabase } from '../../support/db.js';
+import { fastTask } from '../../support/graphs.js';
+import { loadConfig } from '../../src/config.js';
+import { withTransaction } from '../../src/db/pool.js';
+import { TgsError } from '../../src/errors.js';
+import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js';
+import { claimPending } from '../../src/queue/claimWork.js';
+import { insertNewTasks } from '../../src/queue/createTasks.js';
+import { validateTaskDefinition } from '../../src/queue/definition.js';
+import { resolutionMessage } from '../../src/queue/messages.js';
+import { resolveRun, resolveRuns } from '../../src/queue/resolveTask.js';
+import { loadTask, resolveLatestRun, taskStatus, type TaskRow } from '../../src/queue/taskRow.js';
+import { outboxMessage, type OutboxRow } from '../../src/exchanges/relay.js';
+
+const config = loadConfig({});
+const issuer = { clientId: ISSUER_CLIENT_ID, accessToken: generateAccessToken(), scopes: ['*'], expires: new Date('9999-12-31') };
+const groups = { note: () => undefined };
+let db: TestDatabase;
+
+before(async () => {
+  db = await createTestDatabase();
+});
+after(async () => {
+  await db.drop();
+});
+
+/** A pending task with routes, tags and retries, claimed: its row as the claim left it. */
+async function claimedTask(pool: pg.Pool, workerType: string): Promise<TaskRow> {
+  const taskId = slugid.nice();
+  const now = new Date();
+  const checked = validateTaskDefinition(
+    { ...fastTask('r'), workerType, routes: ['index.a', 'notify.b'], tags: { kind: 'resolve' }, retries: 2, taskGroupId: slugid.nice() },
+    taskId,
+    now,
+  );
+  if ('errors' in checked) throw new Error(checked.errors.join('; '));
+  await withTransaction(pool, (client) => insertNewTasks(client, [{ taskId, definition: checked.definition }], { scheduleIndependent: true, dependenciesKnown: true, now }));
+  const [claimed] = await claimPending(pool, config, issuer, { provisionerId: 'tgs-test', workerType, workerGroup: 'grp', workerId: 'wkr', count: 1 });
+  assert.equal(claimed?.status.taskId, taskId);
+  return (await loadTask(pool, taskId)) as TaskRow;
+}
+
+async function outboxRowsOf(pool: pg.Pool, taskId: string) {
+  const { rows } = await pool.query<OutboxRow>(
+    `SELECT id, message_id, exchange, routing_key, cc, payload, render FROM outbox WHERE message_id LIKE $1 || '/%' ORDER BY id`,
+    [taskId],
+  );
+  return rows;
+}
+
+for (const [outcome, reason] of [['completed', undefined], ['failed', undefined], ['exception', 'malformed-payload'], ['exception', 'resource-unavailable']] as const) {
+  test(`a running run reported ${reason ?? outcome} is stored and announced exactly as the read-check-write way would, in one statement`, async () => {
+    const before = await claimedTask(db.pool, `rr-${outcome}`);
+    const status = await resolveRun(db.pool, config, groups, before.task_id, 0, outcome, reason);
+    const stored = (await loadTask(db.pool, before.task_id)) as TaskRow;
+    // what the JavaScript way makes of the row as read, at the moment the statement wrote
+    const expected = structuredClone(before);
+    resolveLatestRun(expected, outcome, reason ?? outcome, new Date(stored.runs[0].resolved as string));
+    assert.deepEqual(stored, expected);
+    assert.deepEqual(status, taskStatus(expected));
+    const { rows } = await db.pool.query('SELECT pending_since, taken_until FROM tasks WHERE task_id = $1', [before.task_id]);
+    assert.deepEqual(rows[0], { pending_since: null, taken_until: null });
+    const messages = await outboxRowsOf(db.pool, before.task_id);
+    const resolution = messages.at(-1) as OutboxRow;
+    assert.notEqual(resolution.render, null, 'the message was written by the one statement, as a snapshot the relay renders');
+    assert.deepEqual(outboxMessage(config, resolution), { ...resolutionMessage(config, expected, 0), cc: ['route.index.a', 'route.notify.b'] });
+  });
+}
+
+test('reports the one statement does not fit still get their answers: the same report again, a conflict, a missing run or task, a retry', async () => {
+  const task = await claimedTask(db.pool, 'rr-rest');
+  const first = await resolveRun(db.pool, config, groups, task.task_id, 0, 'completed');
+  const again = await resolveRun(db.pool, config, groups, task.task_id, 0, 'completed');
+  assert.deepEqual(again, first, 'the same report again answers the same status and writes nothing');
+  assert.equal((await outboxRowsOf(db.pool, task.task_id)).filter((r) => r.render === 'task-completed').length, 1);
+  const refused = async (run: () => Promise<unknown>, code: string) => {
+    await assert.rejects(run, (err: unknown) => err instanceof TgsError && err.code === code);
+  };
+  await refused(() => resolveRun(db.pool, config, groups, task.task_id, 0, 'failed'), 'RequestConflict');
+  await refused(() => resolveRun(db.pool, config, groups, task.task_id, 1, 'completed'), 'ResourceNotFound');
+  await refused(() => resolveRun(db.pool, config, groups, task.task_id, 2 ** 40, 'completed'), 'ResourceNotFound');
+  await refused(() => resolveRun(db.pool, config, groups, slugid.nice(), 0, 'completed'), 'ResourceNotFound');
+
+  const retried = await claimedTask(db.pool, 'rr-retry');
+  const status = await resolveRun(db.pool, config, groups, retried.task_id, 0, 'exception', 'worker-shutdown');
+  assert.equal(status.state, 'pending');
+  assert.deepEqual(status.runs.map((r) => [r.state, r.reasonCreated, r.reasonResolved]), [
+    ['exception', 'scheduled', 'worker-shutdown'],
+    ['pending', 'retry', undefined],
+  ]);
+  assert.equal(status.retriesLeft, 1);
+});
+
+test('a batch of distinct tasks the one statement fits: the items it does not write are answered the other way, in order', async () => {
+  const [done, good, other] = [await claimedTask(db.pool, 'rb'), await claimedTask(db.pool, 'rb'), await claimedTask(db.pool, 'rb')];
+  await resolveRun(db.pool, config, groups, done.task_id, 0, 'completed');
+  const unknown = slugid.nice();
+  const results = await resolveRuns(db.pool, config, groups, [
+    { taskId: unknown, runId: 0, outcome: 'completed' },
+    { taskId: done.task_id, runId: 0, outcome: 'failed' },
+    { taskId: good.task_id, runId: 0, outcome: 'failed' },
+    { taskId: other.task_id, runId: 3, outcome: 'completed' },
+  ]);
+  assert.deepEqual(
+    results.map((r) => ('error' in r ? r.error.code : r.status.state)),
+    ['ResourceNotFound', 'RequestConflict', 'failed', 'ResourceNotFound'],
+  );
+  assert.equal(((await loadTask(db.pool, other.task_id)) as TaskRow).state, 'running', 'a refused item writes nothing');
+  const written = await outboxRowsOf(db.pool, good.task_id);
+  assert.equal(written.at(-1)?.render, 'task-failed');
+});
