@@ -78,7 +78,8 @@ export async function run(stack: BenchStack, sizes: Sizes) {
  * Claim + complete done the bare way, in the same run: `count` pending tasks claimed `batch` at a time and each
  * reported completed with the very functions the API's claimWork and reportCompleted call (claimPending, resolveRun),
  * from `claimers` loops in the bench process over a pool of as many connections. No HTTP, Hawk, API process or log
- * line in between; the relay still publishes what the statements write, as it does for the API's.
+ * line in between; the relay still publishes what the statements write, as it does for the API's. The tasks share one
+ * group, and no task-group-resolved check follows the reports (the drains' tasks are a group each, announced).
  */
 async function statementFloor(stack: BenchStack, count: number, claimers: number, batch: number) {
   const pool = createPool(stack.config.databaseUrl, claimers);
