@@ -224,8 +224,9 @@ export type ResolutionResult =
   | { taskId: string; runId: number; error: { code: ErrorCode; message: string } };
 
 /**
- * Resolves many runs as that many single reports in the batch's order would (resolveRun), with one read and
- * one compare-and-set statement for the batch. A task named more than once is changed in memory item after
+ * Resolves many runs as that many single reports in the batch's order would (resolveRun): in one statement with no
+ * read when the batch's tasks are distinct and none retries (RESOLVE_MANY_SQL), and for whatever that leaves, with one
+ * read and one compare-and-set statement for the batch. A task named more than once is changed in memory item after
  * item and written once; the answers of its items after its first change stand only if that write does. A
  * task that changed since it was read (or a deadlock with another writer, which rolls the statement back) is
  * read again for its items alone. Per-item refusals (404, 409) are answers, not errors.
@@ -235,7 +236,7 @@ export async function resolveRuns(pool: pg.Pool, config: Config, groups: Pick<Gr
   // A batch RESOLVE_MANY_SQL fits whole (distinct tasks, no retry) is written by it in one statement first. The
   // items it does not write are those that write nothing the other way either (repeats, 404, 409), so the messages
   // keep the batch's order. Any other batch goes the other way whole.
-  if (new Set(resolutions.map((r) => r.taskId)).size === resolutions.length && resolutions.every(resolvesInOne)) {
+  if (resolutions.length > 0 && new Set(resolutions.map((r) => r.taskId)).size === resolutions.length && resolutions.every(resolvesInOne)) {
     const written = await resolveRunning(pool, groups, resolutions);
     for (const [i, r] of resolutions.entries()) {
       const row = written.get(r.taskId);
