@@ -96,20 +96,26 @@ export function gracefulStopper(server: http.Server): GracefulStopper {
       });
       let listening = true;
       // net.Server's close only stops accepting; http.Server's would also close idle connections now.
-      // In the check phase, right after the poll phase accepted every connection the kernel had queued.
-      const stopListening = () =>
-        new Promise<void>((resolve) =>
+      // In the check phase, right after the poll phase accepted what the kernel had queued. The decision was made
+      // before that poll phase (a timer): a connection it accepted means clients are still arriving (after a stall
+      // of this process they all come at once), so the listener stays open for another quiet spell, unless `force`.
+      const stopListening = (force: boolean) => {
+        const decidedAt = lastArrival;
+        return new Promise<void>((resolve) =>
           setImmediate(() => {
-            net.Server.prototype.close.call(server);
-            listening = false;
+            if (force || lastArrival === decidedAt) {
+              net.Server.prototype.close.call(server);
+              listening = false;
+            }
             resolve();
           }),
         );
+      };
       const started = Date.now();
       await answerWaiting?.();
       while (sockets.size > 0 || listening) {
         const elapsed = Date.now() - started;
-        if (listening && (Date.now() - lastArrival >= ARRIVALS_QUIET_MS || elapsed >= IN_FLIGHT_LIMIT_MS)) await stopListening();
+        if (listening && (Date.now() - lastArrival >= ARRIVALS_QUIET_MS || elapsed >= IN_FLIGHT_LIMIT_MS)) await stopListening(elapsed >= IN_FLIGHT_LIMIT_MS);
         if (sockets.size === 0 && !listening) break;
         if (elapsed >= IN_FLIGHT_LIMIT_MS) {
           for (const socket of sockets.keys()) socket.destroy();
