@@ -5,6 +5,7 @@ import { TgsError, type ErrorCode } from '../errors.js';
 import { OUTBOX_CHANNEL, outboxInsert, outboxRows, type OutboxMessage } from '../exchanges/outbox.js';
 import { resolutionMessage, resolutionMessagesInsert, taskMessage } from './messages.js';
 import { PENDING_CHANNEL } from './notify.js';
+import { MAX_RUNS } from './rerunTasks.js';
 import type { GroupAnnouncer } from './groupAnnouncer.js';
 import { addPendingRun, loadTask, loadTasks, resolveLatestRun, saveTasks, taskStatus, TASK_COLUMNS, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
 
@@ -86,9 +87,14 @@ const RESOLVE_MANY_SQL = resolveRunningSql(
   '$3',
 );
 
-/** Whether RESOLVE_ONE_SQL / RESOLVE_MANY_SQL may take a report: no retry to add, and a runId a task can have (at most 50 runs). */
-const resolvesInOne = (r: Resolution) =>
-  !(r.outcome === 'exception' && (r.reason === 'worker-shutdown' || r.reason === 'intermittent-task')) && Number.isInteger(r.runId) && r.runId >= 0 && r.runId <= 49;
+/** The exception reasons that retry the task while retries are left (a new run, reasonCreated retry / task-retry). */
+const retries = (state: Outcome, reason: string | undefined) => state === 'exception' && (reason === 'worker-shutdown' || reason === 'intermittent-task');
+
+/** A report's reasonResolved: the exception's reason, else the outcome itself. */
+const reasonResolvedOf = (state: Outcome, reason: string | undefined) => (state === 'exception' ? (reason as string) : state);
+
+/** Whether RESOLVE_ONE_SQL / RESOLVE_MANY_SQL may take a report: no retry to add, and a runId a task can have. */
+const resolvesInOne = (r: Resolution) => !retries(r.outcome, r.reason) && Number.isInteger(r.runId) && r.runId >= 0 && r.runId < MAX_RUNS;
 
 /**
  * Reports of distinct tasks in one statement: the rows it wrote, by taskId, each announced. None when the statement
@@ -97,7 +103,7 @@ const resolvesInOne = (r: Resolution) =>
 async function resolveRunning(pool: pg.Pool, groups: Pick<GroupAnnouncer, 'note'>, items: Resolution[]): Promise<Map<string, TaskRow>> {
   let rows: TaskRow[];
   try {
-    const reasonResolved = (r: Resolution) => (r.outcome === 'exception' ? (r.reason as string) : r.outcome);
+    const reasonResolved = (r: Resolution) => reasonResolvedOf(r.outcome, r.reason);
     const time = new Date().toISOString();
     ({ rows } = await pool.query<TaskRow>(
       items.length === 1
@@ -140,7 +146,7 @@ function planReport(config: Config, row: TaskRow | undefined, taskId: string, ru
   if (!row) throw new TgsError('ResourceNotFound', `task ${taskId} not found`);
   const run = row.runs[runId];
   if (!run) throw new TgsError('ResourceNotFound', `task ${taskId} has no run ${runId}`);
-  const reasonResolved = state === 'exception' ? (reason as string) : state;
+  const reasonResolved = reasonResolvedOf(state, reason);
   if (run.state === state && run.reasonResolved === reasonResolved) return { write: false, status: taskStatus(row) };
   if (run.state !== 'running' || runId !== row.runs.length - 1) {
     throw new TgsError('RequestConflict', `run ${runId} of task ${taskId} is ${run.state}, not running`);
@@ -148,7 +154,7 @@ function planReport(config: Config, row: TaskRow | undefined, taskId: string, ru
   const readRuns = row.runs;
   resolveLatestRun(row, state, reasonResolved, now);
   const messages: OutboxMessage[] = [resolutionMessage(config, row, runId)];
-  if (state === 'exception' && (reason === 'worker-shutdown' || reason === 'intermittent-task') && row.retries_left > 0) {
+  if (retries(state, reason) && row.retries_left > 0) {
     row.retries_left--;
     const retry = addPendingRun(row, reason === 'worker-shutdown' ? 'retry' : 'task-retry', now);
     messages.push(taskMessage(config, 'task-pending', row, retry.runId));
