@@ -15,13 +15,13 @@ import { cpuSince, cpuSnapshot } from './cpu.js';
 import { loadConfig } from '../src/config.js';
 import { claimPending } from '../src/queue/claimWork.js';
 import { resolveRun, resolveRuns } from '../src/queue/resolveTask.js';
-import { ISSUER_CLIENT_ID, generateAccessToken } from '../src/auth/clients.js';
+import { testIssuer } from '../support/issuer.js';
 
 const tasks = Number(process.argv[2] ?? 8000);
 const claimers = Number(process.argv[3] ?? 4);
 const batch = Number(process.argv[4] ?? 4);
 const config = loadConfig({});
-const issuer = { clientId: ISSUER_CLIENT_ID, accessToken: generateAccessToken(), scopes: ['*'], expires: new Date('9999-12-31') };
+const issuer = testIssuer();
 const groups = { note: () => undefined };
 
 /** CPU milliseconds (user + system) the backends have used (bench/cpu.ts, every pid one group). */

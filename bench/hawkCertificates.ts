@@ -6,7 +6,8 @@
 import hawk from 'hawk';
 import { createAuthenticator, type ClientRecord, type ClientStore, type RequestForAuth } from '../src/auth/authenticate.js';
 import { CertificateCache } from '../src/auth/certificateCache.js';
-import { ISSUER_CLIENT_ID, generateAccessToken } from '../src/auth/clients.js';
+import { ISSUER_CLIENT_ID } from '../src/auth/clients.js';
+import { testIssuer } from '../support/issuer.js';
 import { ANONYMOUS_SCOPE, ScopeExpander } from '../src/auth/roles.js';
 import { runCredentials } from '../src/queue/credentials.js';
 
@@ -16,7 +17,7 @@ const rootUrl = 'http://127.0.0.1:8080';
 
 const expander = new ScopeExpander([{ roleId: 'anonymous', scopes: ['queue:get-task:*', 'queue:status:*'] }]);
 const expand = async (scopes: string[]) => expander.expand([...scopes, ANONYMOUS_SCOPE]);
-const issuer: ClientRecord = { clientId: ISSUER_CLIENT_ID, accessToken: generateAccessToken(), scopes: ['*'], expires: new Date('9999-12-31') };
+const issuer: ClientRecord = testIssuer();
 const store: ClientStore = { get: async (id) => (id === ISSUER_CLIENT_ID ? { ...issuer, scopes: await expand(issuer.scopes) } : undefined) };
 
 function requests(): RequestForAuth[][] {

@@ -1,7 +1,7 @@
 import slugid from 'slugid';
 import { insertPendingTasks } from '../../support/db.js';
 import { fastTask } from '../../support/graphs.js';
-import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js';
+import { testIssuer } from '../../support/issuer.js';
 import { createPool } from '../../src/db/pool.js';
 import { claimPending } from '../../src/queue/claimWork.js';
 import { resolveRun } from '../../src/queue/resolveTask.js';
@@ -83,7 +83,7 @@ export async function run(stack: BenchStack, sizes: Sizes) {
  */
 async function statementFloor(stack: BenchStack, count: number, claimers: number, batch: number) {
   const pool = createPool(stack.config.databaseUrl, claimers);
-  const issuer = { clientId: ISSUER_CLIENT_ID, accessToken: generateAccessToken(), scopes: ['*'], expires: new Date('9999-12-31') };
+  const issuer = testIssuer();
   const groups = { note: () => undefined };
   try {
     await insertPendingTasks(pool, count, 'qfloor');

@@ -11,7 +11,7 @@ import { validateTaskDefinition, type TaskDefinition } from '../../src/queue/def
 import { fastTask } from '../../support/graphs.js';
 import slugid from 'slugid';
 import { loadTasks } from '../../src/queue/taskRow.js';
-import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js';
+import { testIssuer } from '../../support/issuer.js';
 
 // The queue's hot named statements must settle on one generic plan instead of being planned again at every call
 // (planning a claim cost more than executing it). Postgres compares the plans for the call's values with the
@@ -19,7 +19,7 @@ import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js
 
 let db: TestDatabase;
 const config = loadConfig({});
-const issuer = { clientId: ISSUER_CLIENT_ID, accessToken: generateAccessToken(), scopes: ['*'], expires: new Date('9999-12-31') };
+const issuer = testIssuer();
 
 before(async () => {
   db = await createTestDatabase();

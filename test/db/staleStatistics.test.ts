@@ -11,7 +11,7 @@ import { EXPIRED_TASKS_DELETE } from '../../src/queue/sweeps.js';
 import { createPool } from '../../src/db/pool.js';
 import { GRAPH_MEMBERS_SQL, GRAPHS_HEARING_SQL } from '../../src/scheduler/graphStore.js';
 import { ENCODED_NODES_SQL, setUpNodesRead } from '../../src/scheduler/graphReads.js';
-import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js';
+import { testIssuer } from '../../support/issuer.js';
 
 // A queue table's statistics describe the moment autovacuum last analyzed it. Here it is analyzed drained (3,000
 // tasks of three worker pools, every one completed), then a backlog arrives in one pool: the statistics say no task
@@ -22,7 +22,7 @@ import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js
 
 let db: TestDatabase;
 const config = loadConfig({});
-const issuer = { clientId: ISSUER_CLIENT_ID, accessToken: generateAccessToken(), scopes: ['*'], expires: new Date('9999-12-31') };
+const issuer = testIssuer();
 const BACKLOG = 2000;
 
 before(async () => {

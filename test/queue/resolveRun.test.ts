@@ -7,7 +7,7 @@ import { fastTask } from '../../support/graphs.js';
 import { loadConfig } from '../../src/config.js';
 import { withTransaction } from '../../src/db/pool.js';
 import { TgsError } from '../../src/errors.js';
-import { ISSUER_CLIENT_ID, generateAccessToken } from '../../src/auth/clients.js';
+import { testIssuer } from '../../support/issuer.js';
 import { claimPending } from '../../src/queue/claimWork.js';
 import { insertNewTasks } from '../../src/queue/createTasks.js';
 import { validateTaskDefinition } from '../../src/queue/definition.js';
@@ -17,7 +17,7 @@ import { loadTask, resolveLatestRun, taskStatus, type TaskRow } from '../../src/
 import { outboxMessage, type OutboxRow } from '../../src/exchanges/relay.js';
 
 const config = loadConfig({});
-const issuer = { clientId: ISSUER_CLIENT_ID, accessToken: generateAccessToken(), scopes: ['*'], expires: new Date('9999-12-31') };
+const issuer = testIssuer();
 const groups = { note: () => undefined };
 let db: TestDatabase;
 
