@@ -38,6 +38,8 @@ export interface RelayStats {
   gaps: number;
   /** times the gaps outgrew their bound and the relay started over with a full read */
   gapOverflows: number;
+  /** reads put off by LOADED_SPACING_MS after a loaded batch */
+  spacedReads: number;
 }
 
 export interface OutboxRow {
@@ -124,7 +126,7 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
   // an index scan of the outbox whatever its statistics say (src/db/pool.ts).
   const pool = options.pool ?? createPool(config.databaseUrl, 2, { genericPlans: true, indexScansOnly: true });
   const ownPool = !options.pool;
-  const stats: RelayStats = { published: 0, batches: 0, reconnects: 0, connections: 0, active: false, gaps: 0, gapOverflows: 0 };
+  const stats: RelayStats = { published: 0, batches: 0, reconnects: 0, connections: 0, active: false, gaps: 0, gapOverflows: 0, spacedReads: 0 };
   const cursor = new OutboxCursor({ batch: BATCH });
   // Checked once per active period, before its first read; false: every read is a full read.
   let cursorChecked = false;
@@ -352,7 +354,10 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
           const { more, size, startedAt } = await publishBatch(ch);
           publishOutage.recovered();
           const spacing = !more && size >= LOADED_BATCH ? startedAt + LOADED_SPACING_MS - performance.now() : 0;
-          if (spacing > 0) await new Promise((resolve) => setTimeout(resolve, spacing));
+          if (spacing > 0) {
+            stats.spacedReads++;
+            await new Promise((resolve) => setTimeout(resolve, spacing));
+          }
           if (!more) await sleep(1000);
         } catch (err) {
           // The batch's rows stay in the outbox: read from the start again.
