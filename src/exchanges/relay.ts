@@ -38,7 +38,7 @@ export interface RelayStats {
   gaps: number;
   /** times the gaps outgrew their bound and the relay started over with a full read */
   gapOverflows: number;
-  /** reads put off by LOADED_SPACING_MS after a loaded batch */
+  /** reads after a loaded batch, started LOADED_SPACING_MS after its read at the soonest */
   spacedReads: number;
 }
 
@@ -353,10 +353,10 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
         try {
           const { more, size, startedAt } = await publishBatch(ch);
           publishOutage.recovered();
-          const spacing = !more && size >= LOADED_BATCH ? startedAt + LOADED_SPACING_MS - performance.now() : 0;
-          if (spacing > 0) {
+          if (!more && size >= LOADED_BATCH) {
             stats.spacedReads++;
-            await new Promise((resolve) => setTimeout(resolve, spacing));
+            const spacing = startedAt + LOADED_SPACING_MS - performance.now();
+            if (spacing > 0) await new Promise((resolve) => setTimeout(resolve, spacing));
           }
           if (!more) await sleep(1000);
         } catch (err) {
