@@ -6,7 +6,8 @@
 //
 // Nothing can hang it: a file still running after TGS_TEST_FILE_TIMEOUT_S (900 s; the slowest file takes about
 // 130 s alone) is killed with its process group and counted as failed, by name, with what it printed. Each file's
-// output is printed whole when it ends, so concurrent files do not interleave; a line says when each starts.
+// output is printed whole when it ends, so concurrent files do not interleave; a line says when each starts. The
+// failures of each failed file, with their errors, are printed again at the end, next to the totals.
 // Usage: npm test [-- file-or-dir-filter ...]
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync, readFileSync, mkdtempSync } from 'node:fs';
@@ -107,7 +108,11 @@ function runFile(file, index) {
       else if (code !== 0) problem = `exited with ${signal ?? `code ${code}`}`;
       else if (!/^# pass \d+$/m.test(summary)) problem = 'ended without a test summary';
       if (problem) console.log(`✖ ${file}: ${problem}`);
-      resolve({ file, seconds, pass, fail: fail + cancelled + (problem && fail + cancelled === 0 ? 1 : 0), skipped: skipped + todo });
+      // the spec reporter's closing list of failures, with each one's error, repeated at the end of the run
+      const text = Buffer.concat(output).toString();
+      const at = text.lastIndexOf('✖ failing tests:');
+      const failures = at >= 0 ? text.slice(at).split('\n').slice(0, 60).join('\n') : problem ? text.split('\n').slice(-40).join('\n') : '';
+      resolve({ file, seconds, pass, fail: fail + cancelled + (problem && fail + cancelled === 0 ? 1 : 0), skipped: skipped + todo, failures });
     });
   });
 }
@@ -145,6 +150,7 @@ const totals = results.reduce((t, r) => ({ pass: t.pass + r.pass, fail: t.fail +
 const slowest = [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 5);
 console.log(`\nslowest files: ${slowest.map((r) => `${r.file} ${r.seconds} s`).join(', ')}`);
 const failed = results.filter((r) => r.fail > 0);
+for (const r of failed) console.log(`\n--- what failed in ${r.file} (its whole output is above)\n${r.failures}`);
 if (failed.length > 0) console.log(`files with failures: ${failed.map((r) => r.file).join(', ')}`);
 console.log(`\n${totals.pass} passed, ${totals.fail} failed, ${totals.skipped} skipped`);
 if (totals.fail > 0) process.exit(1);

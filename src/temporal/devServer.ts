@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { temporalCliFromEnv } from '../config.js';
@@ -47,15 +47,28 @@ export function ensureTemporalCli(log: (line: string) => void = (l) => console.e
   return path.join(temporalCacheDir, 'temporal');
 }
 
+/**
+ * A port nothing listens on. The probe's port is left with a connection in TIME_WAIT, closed from the listening
+ * side: Linux hands out ephemeral ports at random and could give the same one to another process's probe a moment
+ * later (two test files then started Temporal servers on one port, and one file's stack talked to the other's
+ * server), but it does not allocate a port for `listen(0)` while a connection on it is in TIME_WAIT, and an
+ * explicit bind with SO_REUSEADDR (Node and Go set it) still succeeds. The Temporal CLI picks its own ports the
+ * same way.
+ */
 export async function freePort(preferred?: number): Promise<number> {
   const tryPort = (port: number) =>
     new Promise<number | undefined>((resolve) => {
-      const server = createServer();
+      const server = createServer((socket) => socket.destroy());
       server.once('error', () => resolve(undefined));
       server.listen(port, '127.0.0.1', () => {
         const address = server.address();
         const bound = typeof address === 'object' && address ? address.port : undefined;
-        server.close(() => resolve(bound));
+        if (bound === undefined) return server.close(() => resolve(undefined));
+        // the server side closes first, so the TIME_WAIT is on the probed port's side
+        const client = connect(bound, '127.0.0.1');
+        const done = () => server.close(() => resolve(bound));
+        client.once('close', done);
+        client.once('error', () => client.destroy());
       });
     });
   if (preferred !== undefined) {
@@ -65,6 +78,39 @@ export async function freePort(preferred?: number): Promise<number> {
   const port = await tryPort(0);
   if (port === undefined) throw new Error('no free port');
   return port;
+}
+
+/**
+ * Whether process `pid` holds the socket listening on 127.0.0.1:`port`, read from /proc; undefined where there is
+ * no /proc to read. A server that lost its port to another process must not be taken for the one answering there.
+ */
+export function listensOn(pid: number, port: number): boolean | undefined {
+  const inodes = new Set<string>();
+  try {
+    for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+      if (!existsSync(table)) continue;
+      for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+        const fields = line.trim().split(/\s+/);
+        // local_address is HEXIP:HEXPORT; state 0A is LISTEN; field 9 is the socket's inode
+        if (fields.length > 9 && fields[3] === '0A' && parseInt(fields[1].split(':')[1], 16) === port) inodes.add(fields[9]);
+      }
+    }
+    for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+      const target = readlinkSafe(`/proc/${pid}/fd/${fd}`);
+      if (target && inodes.has(target.slice('socket:['.length, -1)) && target.startsWith('socket:[')) return true;
+    }
+    return false;
+  } catch {
+    return undefined;
+  }
+}
+
+function readlinkSafe(file: string): string | undefined {
+  try {
+    return readlinkSync(file);
+  } catch {
+    return undefined;
+  }
 }
 
 export interface DevServer {
@@ -154,18 +200,23 @@ async function startDevServerOnce(options: DevServerOptions): Promise<DevServer>
   const { Connection } = await import('@temporalio/client');
   for (;;) {
     if (child.exitCode !== null) throw new Error(`temporal dev server exited with ${child.exitCode}: ${output}`);
+    let answered = false;
     try {
       const connection = await Connection.connect({ address, connectTimeout: 1000 });
       await connection.workflowService.getSystemInfo({});
       await connection.close();
-      break;
+      answered = true;
     } catch {
-      if (Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`temporal dev server did not start within 60 s: ${output}`);
-      }
-      await new Promise((r) => setTimeout(r, 200));
+      // not up yet
     }
+    // What answers may be another server: one that took the port between the probe and this server's bind.
+    // This server then exits with "address already in use", which the caller retries on another port.
+    if (answered && (child.pid === undefined || listensOn(child.pid, port) !== false)) break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`temporal dev server did not start within 60 s${answered ? ` (127.0.0.1:${port} is served by another process)` : ''}: ${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
   }
   return {
     address,

@@ -47,7 +47,11 @@ test('two deployments on one vhost: each bridge has its own queue and both graph
   await Promise.all(
     deployments.map(({ stack }, k) =>
       eventually(
-        async () => (await stack.root.request('scheduler', 'GET', `/task-graph/${ids[k]}/status`)).status.state === 'finished',
+        async () => {
+          const { status } = await stack.root.request('scheduler', 'GET', `/task-graph/${ids[k]}/status`);
+          if (status.state === 'finished') return true;
+          throw new Error(`status ${JSON.stringify(status)}; bridge stats ${JSON.stringify(deployments[k].stack.bridge?.stats)}`);
+        },
         `graph of ${stack.config.schedulerId} finished`,
         // well under the 60 s reconciliation that would hide a lost resolution
         30_000,
@@ -55,8 +59,10 @@ test('two deployments on one vhost: each bridge has its own queue and both graph
     ),
   );
   for (const d of deployments) {
-    assert.equal(d.stack.bridge?.stats.unknownTasks, 0, `${d.stack.config.schedulerId}'s bridge saw no message of the other deployment`);
-    assert.ok((d.stack.bridge?.stats.resolutionsForwarded ?? 0) >= 5);
-    assert.deepEqual(d.log.filter((l) => l.includes('looks shared')), []);
+    // on failure, what this deployment's bridge saw and logged
+    const seen = `${d.stack.config.schedulerId}: bridge stats ${JSON.stringify(d.stack.bridge?.stats)}; log:\n${d.log.join('\n')}`;
+    assert.equal(d.stack.bridge?.stats.unknownTasks, 0, `the bridge saw no message of the other deployment (${seen})`);
+    assert.ok((d.stack.bridge?.stats.resolutionsForwarded ?? 0) >= 5, `the bridge forwarded the five resolutions (${seen})`);
+    assert.deepEqual(d.log.filter((l) => l.includes('looks shared')), [], seen);
   }
 });
