@@ -43,6 +43,14 @@ const DEFAULT_TUNING: Required<TuningOptions> = {
 // 5,000 nodes with their requires is ~300 KB, under the 512 KB payload warning (20,000 was 1.1 MB).
 const NODE_PAGE = 5_000;
 
+/**
+ * The Temporal SDK's promise hook records a stack trace for every promise workflow code creates: 60 µs a promise on
+ * the 100,000-task graph, ~36 promises an activation, more than a quarter of the scheduler worker's CPU
+ * (docs/benchmarks.md). Runs with this patch await a step of the loop only when it has work; runs started before it
+ * replay the awaits they recorded (the order of commands in a workflow task may depend on them).
+ */
+export const LEAN_LOOP_PATCH = 'loop-awaits-only-steps-with-work';
+
 function describe(items: DispatchItem[]): string {
   const reruns = items.filter((i) => i.kind === 'rerun').length;
   const what = [items.length - reruns ? `schedule ${items.length - reruns}` : '', reruns ? `rerun ${reruns}` : '']
@@ -84,6 +92,8 @@ export class GraphRun {
   // queue may agree; never in a loop. Their nodes stay dispatching meanwhile, so the graph cannot finish without them.
   private readonly deferred: DispatchItem[] = [];
   private readonly deferredSeen = new Set<string>();
+  /** LEAN_LOOP_PATCH: decided once, at the start of the run */
+  private readonly lean: boolean;
 
   constructor(taskGraphId: string, input: TaskGraphInput, meta: GraphMeta) {
     this.taskGraphId = taskGraphId;
@@ -96,6 +106,7 @@ export class GraphRun {
     this.messageSeq = { ...this.carried?.messageSeq };
     this.refusals = new Refusals(this.carried?.rejected);
     this.wantedNodeCount = meta.nodeCount;
+    this.lean = wf.patched(LEAN_LOOP_PATCH);
   }
 
   /** Step 1: the structure (on a first run with the queue's states, else with the carried ones). */
@@ -231,14 +242,15 @@ export class GraphRun {
 
   /** Step 5, until the graph ends or the run continues as new: act on the news, dispatch, announce changes. */
   async loop(): Promise<TaskGraphResult> {
+    const all = !this.lean;
     for (;;) {
-      await wf.condition(() => this.dirty);
+      if (all || !this.dirty) await wf.condition(() => this.dirty);
       this.dirty = false;
       this.showProgress();
-      await this.cancelIfRequested();
-      await this.joinDefinedTasks();
-      await this.loadNewNodes();
-      await this.reconcileIfDue();
+      if (all || (this.cancelRequested && !this.model.canceled)) await this.cancelIfRequested();
+      if (all || this.joinQueue.length > 0) await this.joinDefinedTasks();
+      if (all || this.wantedNodeCount > this.model.size) await this.loadNewNodes();
+      if (all || this.reconcileDue) await this.reconcileIfDue();
       // Near the history limit: stop dispatching, drain what is in flight, then continue-as-new.
       const historyFull = shouldContinueAsNew(wf.workflowInfo(), this.loadedAt, this.tuning.maxHistoryEvents);
       if (!historyFull) this.dispatch();
@@ -303,19 +315,28 @@ export class GraphRun {
       const items = this.model.takeDispatch(this.tuning.dispatchBatch);
       if (items.length === 0) break;
       this.inFlight++;
+      // One `then` with both arms, not then + finally: three promises fewer for the SDK's hook (LEAN_LOOP_PATCH). Neither
+      // arm issues a command, and the loop resumes only after the activation's microtasks, so nothing else moves.
+      const returned = () => {
+        this.inFlight--;
+        this.dirty = true;
+      };
       hot(describe(items))
         .dispatchTasks(this.taskGraphId, items)
         .then(
-          (result) => this.dispatched(items, result),
+          (result) => {
+            try {
+              this.dispatched(items, result);
+            } finally {
+              returned();
+            }
+          },
           (err: unknown) => {
             wf.log.error('dispatch failed; will retry', { error: String(err) });
             this.model.dispatchFailed(items);
+            returned();
           },
-        )
-        .finally(() => {
-          this.inFlight--;
-          this.dirty = true;
-        });
+        );
     }
   }
 
