@@ -64,6 +64,8 @@ export interface TuningOptions {
   reconcileAfterMs?: number;
   /** Continue-as-new once history has this many events, even if the server has not suggested it. */
   maxHistoryEvents?: number;
+  /** Once due to continue as new, the longest wait for the tasks live in the queue to resolve first (ms). */
+  continueQuietWaitMs?: number;
 }
 
 /** State carried across continue-as-new: compact, derived structure is reloaded from Postgres. */

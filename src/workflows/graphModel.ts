@@ -362,6 +362,11 @@ export class GraphModel {
     }
   }
 
+  /** How many members have a queue run we believe is live (liveMembers without the scan). */
+  liveMemberCount(): number {
+    return this.counts[NODE.scheduled];
+  }
+
   /** Members whose queue run we believe is live: the ones reconciliation asks the queue about. */
   liveMembers(): number[] {
     const out: number[] = [];

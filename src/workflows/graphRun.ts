@@ -39,15 +39,17 @@ const DEFAULT_TUNING: Required<TuningOptions> = {
   maxDispatchInFlight: 4,
   reconcileAfterMs: 60_000,
   maxHistoryEvents: 10_000,
+  // A few seconds drain what a full dispatch left in the queue; a task that runs longer does not hold the graph back.
+  continueQuietWaitMs: 30_000,
 };
 // 5,000 nodes with their requires is ~300 KB, under the 512 KB payload warning (20,000 was 1.1 MB).
 const NODE_PAGE = 5_000;
 
 /**
  * The Temporal SDK's promise hook records a stack trace for every promise workflow code creates: 60 µs a promise on
- * the 100,000-task graph, ~36 promises an activation, more than a quarter of the scheduler worker's CPU
- * (docs/benchmarks.md). Runs with this patch await a step of the loop only when it has work; runs started before it
- * replay the awaits they recorded (the order of commands in a workflow task may depend on them).
+ * the 100,000-task graph, ~36 promises an activation (docs/benchmarks.md). Runs with this patch await a step of the
+ * loop only when it has work, and continue as new only when quiet (quietEnoughToContinue); runs started before it
+ * replay the way they were recorded (the commands of a workflow task, and when the run continues, depend on both).
  */
 export const LEAN_LOOP_PATCH = 'loop-awaits-only-steps-with-work';
 
@@ -94,6 +96,8 @@ export class GraphRun {
   private readonly deferredSeen = new Set<string>();
   /** LEAN_LOOP_PATCH: decided once, at the start of the run */
   private readonly lean: boolean;
+  /** when this run first could have continued as new with tasks still live in the queue (quietEnoughToContinue) */
+  private quietWaitFrom: number | undefined;
 
   constructor(taskGraphId: string, input: TaskGraphInput, meta: GraphMeta) {
     this.taskGraphId = taskGraphId;
@@ -263,7 +267,7 @@ export class GraphRun {
         if (await this.end(state)) return { taskGraphId: this.taskGraphId, state };
         continue;
       }
-      if (historyFull && this.drained()) return this.continueAsNew();
+      if (historyFull && this.drained() && (all || this.quietEnoughToContinue())) return this.continueAsNew();
     }
   }
 
@@ -410,6 +414,26 @@ export class GraphRun {
     this.showProgress();
     await wf.condition(wf.allHandlersFinished);
     return true;
+  }
+
+  /**
+   * With the patch, a drained run continues as new once none of its tasks is live in the queue, or continueQuietWaitMs after
+   * it first could, whichever comes first. The workflow task that continues as new fails when a signal arrives while
+   * it runs, and the next one replays the whole run: on the 300,000-task graph 13-21 s for 33 MB of history, over the
+   * 10 s workflow task timeout, so it failed again until the resolutions stopped (the graph stood still 20-111 s at each
+   * continue-as-new, docs/benchmarks.md). Dispatch has stopped by then, so the live tasks are the last to resolve; the
+   * bound keeps a long task from holding back the rest of the graph.
+   */
+  private quietEnoughToContinue(): boolean {
+    if (this.model.liveMemberCount() === 0) return true;
+    if (this.quietWaitFrom === undefined) {
+      this.quietWaitFrom = Date.now();
+      // wakes the loop when the wait is over, whether or not a signal does
+      void wf.sleep(this.tuning.continueQuietWaitMs).then(() => {
+        this.dirty = true;
+      });
+    }
+    return Date.now() - this.quietWaitFrom >= this.tuning.continueQuietWaitMs;
   }
 
   /** Nothing in flight and nothing known that is not loaded yet: the state can be carried. */

@@ -33,10 +33,15 @@ test('a diamond runs in dependency order and finishes (operation G3)', () => {
   const g = build(diamond);
   assert.deepEqual(g.dispatchAll(), ['schedule:build']);
   assert.equal(g.model.graphState(), 'running');
+  assert.equal(g.model.liveMemberCount(), 1);
   g.model.applyResolution(g.id('build'), 0, 'completed');
+  assert.equal(g.model.liveMemberCount(), 0);
   assert.deepEqual(g.dispatchAll(), ['schedule:test-a', 'schedule:test-b']);
+  assert.equal(g.model.liveMemberCount(), 2);
+  assert.equal(g.model.liveMembers().length, 2);
   g.model.applyResolution(g.id('test-a'), 0, 'completed');
   assert.deepEqual(g.dispatchAll(), [], 'package still waits for test-b');
+  assert.equal(g.model.liveMemberCount(), 1);
   assert.equal(g.stateOf('package'), 'waiting');
   g.model.applyResolution(g.id('test-b'), 0, 'completed');
   assert.deepEqual(g.dispatchAll(), ['schedule:package']);

@@ -244,6 +244,48 @@ test('continue-as-new carries the state: a 60-task chain finishes across several
   assert.deepEqual(g.graph.published.map((p) => p.kind), ['task-graph-running', 'task-graph-finished']);
 });
 
+test('a run due to continue as new waits for its tasks live in the queue to resolve, and no longer than continueQuietWaitMs', async () => {
+  // t0..t4 are dispatched at once and stay live; `after` waits for t0. Signals the graph ignores (a task it does not
+  // have) fill the history past maxHistoryEvents without resolving anything.
+  const specs: NodeSpec[] = [...Array.from({ length: 5 }, (_, i) => ({ label: `t${i}` })), { label: 'after', requires: ['t0'] }];
+  const runIdOf = async (g: Awaited<ReturnType<typeof start>>) => (await env.client.workflow.getHandle(workflowIdFor(g.taskGraphId)).describe()).runId;
+  const historyLength = async (g: Awaited<ReturnType<typeof start>>) => Number((await g.handle.describe()).historyLength);
+  const waitFor = async (check: () => Promise<boolean>, what: string) => {
+    const deadline = Date.now() + 20_000;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting: ${what}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const fillHistory = async (g: Awaited<ReturnType<typeof start>>, events: number) => {
+    while ((await historyLength(g)) <= events) {
+      await g.handle.signal(resolutionsSignal, [{ taskId: 'not-in-this-graph', runId: 0, state: 'completed' }]);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+
+  const waits = await start(specs, { maxHistoryEvents: 40, continueQuietWaitMs: 600_000 });
+  const firstRunId = await runIdOf(waits);
+  for (let i = 0; i < 5; i++) await waits.waitDispatched(`schedule:t${i}`);
+  await fillHistory(waits, 50);
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.equal(await runIdOf(waits), firstRunId, 'no continue-as-new while tasks are live');
+  for (let i = 0; i < 5; i++) await waits.resolve(`t${i}`, 0, 'completed');
+  await waitFor(async () => (await runIdOf(waits)) !== firstRunId, 'continued as new once nothing was live');
+  await waits.waitDispatched('schedule:after');
+  await waits.resolve('after', 0, 'completed');
+  assert.equal((await waits.handle.result()).state, 'finished');
+  assert.equal(waits.graph.dispatched.length, 6, 'no task dispatched twice across the runs');
+
+  const bounded = await start(specs, { maxHistoryEvents: 40, continueQuietWaitMs: 1000 });
+  const boundedFirst = await runIdOf(bounded);
+  for (let i = 0; i < 5; i++) await bounded.waitDispatched(`schedule:t${i}`);
+  await fillHistory(bounded, 50);
+  await waitFor(async () => (await runIdOf(bounded)) !== boundedFirst, 'continued as new after the bounded wait, with tasks still live');
+  await bounded.handle.signal(cancelSignal, {});
+  assert.equal((await bounded.handle.result()).state, 'canceled');
+});
+
 test('a graph already blocked when its workflow starts announces running, then blocked, each with its own message', async () => {
   // A workflow started late (the missing-workflow sweep) finds a task the queue shows failed for good.
   const g = await start([
