@@ -97,7 +97,7 @@ export function listensOn(pid: number, port: number): boolean | undefined {
     }
     for (const fd of readdirSync(`/proc/${pid}/fd`)) {
       const target = readlinkSafe(`/proc/${pid}/fd/${fd}`);
-      if (target && inodes.has(target.slice('socket:['.length, -1)) && target.startsWith('socket:[')) return true;
+      if (target?.startsWith('socket:[') && inodes.has(target.slice('socket:['.length, -1))) return true;
     }
     return false;
   } catch {

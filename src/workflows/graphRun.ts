@@ -251,9 +251,9 @@ export class GraphRun {
       if (all || !this.dirty) await wf.condition(() => this.dirty);
       this.dirty = false;
       this.showProgress();
-      if (all || (this.cancelRequested && !this.model.canceled)) await this.cancelIfRequested();
-      if (all || this.joinQueue.length > 0) await this.joinDefinedTasks();
-      if (all || this.wantedNodeCount > this.model.size) await this.loadNewNodes();
+      if (all || this.cancelPending()) await this.cancelIfRequested();
+      if (all || this.tasksToJoin()) await this.joinDefinedTasks();
+      if (all || this.nodesToLoad()) await this.loadNewNodes();
       if (all || this.reconcileDue) await this.reconcileIfDue();
       // Near the history limit: stop dispatching, drain what is in flight, then continue-as-new.
       const historyFull = shouldContinueAsNew(wf.workflowInfo(), this.loadedAt, this.tuning.maxHistoryEvents);
@@ -271,8 +271,21 @@ export class GraphRun {
     }
   }
 
+  // What each step of the loop has to do; the loop awaits a step only when it has work (LEAN_LOOP_PATCH).
+  private cancelPending(): boolean {
+    return this.cancelRequested && !this.model.canceled;
+  }
+
+  private tasksToJoin(): boolean {
+    return this.joinQueue.length > 0;
+  }
+
+  private nodesToLoad(): boolean {
+    return this.wantedNodeCount > this.model.size;
+  }
+
   private async cancelIfRequested(): Promise<void> {
-    if (!this.cancelRequested || this.model.canceled) return;
+    if (!this.cancelPending()) return;
     this.model.canceled = true;
     const ids = this.model.unresolvedMembers().map((i) => this.model.taskIds[i]);
     await hot(`cancel ${ids.length} task(s)`).cancelTasks(this.taskGraphId, ids);
@@ -280,14 +293,14 @@ export class GraphRun {
 
   /** Tasks of the group defined in the queue since (queue-level graphs). */
   private async joinDefinedTasks(): Promise<void> {
-    if (this.joinQueue.length === 0) return;
+    if (!this.tasksToJoin()) return;
     const ids = this.joinQueue.splice(0, this.joinQueue.length);
     const { nodeCount } = await bulk.joinTasks(this.taskGraphId, ids);
     this.wantedNodeCount = Math.max(this.wantedNodeCount, nodeCount);
   }
 
   private async loadNewNodes(): Promise<void> {
-    if (this.wantedNodeCount <= this.model.size) return;
+    if (!this.nodesToLoad()) return;
     const before = this.model.memberCount;
     await this.loadNodesUpTo(this.wantedNodeCount);
     // the state as last announced: a change the new nodes cause gets its own message from the loop
@@ -438,7 +451,7 @@ export class GraphRun {
 
   /** Nothing in flight and nothing known that is not loaded yet: the state can be carried. */
   private drained(): boolean {
-    return this.inFlight === 0 && this.joinQueue.length === 0 && this.wantedNodeCount <= this.model.size;
+    return this.inFlight === 0 && !this.tasksToJoin() && !this.nodesToLoad();
   }
 
   /** The compact state is carried; the structure is reloaded by the next run. */

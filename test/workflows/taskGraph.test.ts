@@ -4,6 +4,7 @@ import slugid from 'slugid';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { FakeGraph, fakeActivities } from '../helpers/fakeActivities.js';
 import { startWorkflowEnv, type WorkflowEnv } from '../../support/workflowEnv.js';
+import { eventually } from '../../support/stack.js';
 import type { NodeSpec } from '../helpers/graphPages.js';
 import {
   cancelSignal,
@@ -250,13 +251,6 @@ test('a run due to continue as new waits for its tasks live in the queue to reso
   const specs: NodeSpec[] = [...Array.from({ length: 5 }, (_, i) => ({ label: `t${i}` })), { label: 'after', requires: ['t0'] }];
   const runIdOf = async (g: Awaited<ReturnType<typeof start>>) => (await env.client.workflow.getHandle(workflowIdFor(g.taskGraphId)).describe()).runId;
   const historyLength = async (g: Awaited<ReturnType<typeof start>>) => Number((await g.handle.describe()).historyLength);
-  const waitFor = async (check: () => Promise<boolean>, what: string) => {
-    const deadline = Date.now() + 20_000;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting: ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  };
   const fillHistory = async (g: Awaited<ReturnType<typeof start>>, events: number) => {
     while ((await historyLength(g)) <= events) {
       await g.handle.signal(resolutionsSignal, [{ taskId: 'not-in-this-graph', runId: 0, state: 'completed' }]);
@@ -271,7 +265,7 @@ test('a run due to continue as new waits for its tasks live in the queue to reso
   await new Promise((r) => setTimeout(r, 1000));
   assert.equal(await runIdOf(waits), firstRunId, 'no continue-as-new while tasks are live');
   for (let i = 0; i < 5; i++) await waits.resolve(`t${i}`, 0, 'completed');
-  await waitFor(async () => (await runIdOf(waits)) !== firstRunId, 'continued as new once nothing was live');
+  await eventually(async () => (await runIdOf(waits)) !== firstRunId, 'continued as new once nothing was live');
   await waits.waitDispatched('schedule:after');
   await waits.resolve('after', 0, 'completed');
   assert.equal((await waits.handle.result()).state, 'finished');
@@ -281,7 +275,7 @@ test('a run due to continue as new waits for its tasks live in the queue to reso
   const boundedFirst = await runIdOf(bounded);
   for (let i = 0; i < 5; i++) await bounded.waitDispatched(`schedule:t${i}`);
   await fillHistory(bounded, 50);
-  await waitFor(async () => (await runIdOf(bounded)) !== boundedFirst, 'continued as new after the bounded wait, with tasks still live');
+  await eventually(async () => (await runIdOf(bounded)) !== boundedFirst, 'continued as new after the bounded wait, with tasks still live');
   await bounded.handle.signal(cancelSignal, {});
   assert.equal((await bounded.handle.result()).state, 'canceled');
 });
