@@ -56,6 +56,13 @@ export const bridgeLag = new client.Histogram({
   registers: [registry],
 });
 
+export const reportsPerStatement = new client.Histogram({
+  name: 'tgs_reports_per_statement',
+  help: 'Single reports (reportCompleted/Failed/Exception) resolved by one statement: more than one when reports arrive while one is in flight',
+  buckets: [1, 2, 4, 8, 16, 32, 64],
+  registers: [registry],
+});
+
 /** A claimWork call answered after `seconds`; `claimed` tasks (0: it answered empty). */
 export function observeClaimWork(seconds: number, claimed: number): void {
   (claimed > 0 ? claimWorkClaimed : claimWorkEmpty).observe(seconds);

@@ -15,6 +15,7 @@ import { resolutionMessage } from '../../src/queue/messages.js';
 import { resolveRun, resolveRuns } from '../../src/queue/resolveTask.js';
 import { loadTask, resolveLatestRun, taskStatus, type TaskRow } from '../../src/queue/taskRow.js';
 import { outboxMessage, type OutboxRow } from '../../src/exchanges/relay.js';
+import { reportsPerStatement } from '../../src/observability/metrics.js';
 
 const config = loadConfig({});
 const issuer = testIssuer();
@@ -112,4 +113,42 @@ test('a batch of distinct tasks the one statement fits: the items it does not wr
   assert.equal(((await loadTask(db.pool, other.task_id)) as TaskRow).state, 'running', 'a refused item writes nothing');
   const written = await outboxRowsOf(db.pool, good.task_id);
   assert.equal(written.at(-1)?.render, 'task-failed');
+});
+
+test('single reports made at once share statements, and each is answered and announced as it would be alone', async () => {
+  const tasks = await Promise.all(Array.from({ length: 12 }, (_, i) => claimedTask(db.pool, `rr-together-${i}`)));
+  const before = await reportsPerStatement.get();
+  const count = (v: typeof before) => v.values.find((x) => x.metricName === 'tgs_reports_per_statement_count')?.value ?? 0;
+  const sum = (v: typeof before) => v.values.find((x) => x.metricName === 'tgs_reports_per_statement_sum')?.value ?? 0;
+  const noted: string[] = [];
+  const announcer = { note: (id: string) => void noted.push(id) };
+  const outcomes = ['completed', 'failed', 'exception'] as const;
+  const settled = await Promise.allSettled([
+    ...tasks.map((t, i) => resolveRun(db.pool, config, announcer, t.task_id, 0, outcomes[i % 3], i % 3 === 2 ? 'malformed-payload' : undefined)),
+    // the same task twice at once: the second waits for a statement of its own and finds it done
+    resolveRun(db.pool, config, announcer, tasks[0].task_id, 0, 'completed'),
+    // a conflicting report of an already reported run, and a missing task, in the same burst
+    resolveRun(db.pool, config, announcer, tasks[1].task_id, 0, 'completed'),
+    resolveRun(db.pool, config, announcer, slugid.nice(), 0, 'completed'),
+  ]);
+  const after = await reportsPerStatement.get();
+  assert.ok(count(after) - count(before) < sum(after) - sum(before), 'some statement took more than one report');
+
+  for (const [i, t] of tasks.entries()) {
+    const result = settled[i];
+    assert.equal(result.status, 'fulfilled');
+    const stored = (await loadTask(db.pool, t.task_id)) as TaskRow;
+    const expected = structuredClone(t);
+    resolveLatestRun(expected, outcomes[i % 3], i % 3 === 2 ? 'malformed-payload' : outcomes[i % 3], new Date(stored.runs[0].resolved as string));
+    assert.deepEqual(stored, expected);
+    assert.deepEqual((result as PromiseFulfilledResult<unknown>).value, taskStatus(expected));
+    const resolutions = (await outboxRowsOf(db.pool, t.task_id)).filter((r) => r.render !== 'task-running' && r.render !== 'task-pending' && r.render !== 'task-defined');
+    assert.equal(resolutions.length, 1, `one resolution message for task ${i}`);
+    assert.deepEqual(outboxMessage(config, resolutions[0]), { ...resolutionMessage(config, expected, 0), cc: ['route.index.a', 'route.notify.b'] });
+  }
+  const [again, conflict, missing] = settled.slice(tasks.length);
+  assert.deepEqual(again, settled[0], 'the same report again answers the same status');
+  assert.ok(conflict.status === 'rejected' && conflict.reason instanceof TgsError && conflict.reason.code === 'RequestConflict');
+  assert.ok(missing.status === 'rejected' && missing.reason instanceof TgsError && missing.reason.code === 'ResourceNotFound');
+  assert.deepEqual(noted.sort(), tasks.map((t) => t.task_group_id).sort(), 'each written report noted its group once');
 });
