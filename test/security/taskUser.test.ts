@@ -122,6 +122,13 @@ test('--task-user refuses to start when the worker is not root, saying why', asy
   // The real CLI, started as the unprivileged user itself. The Node under test may live where that user cannot
   // execute it (CI's Node 26 is under root's 0700 home); then the machine's own node runs the same CLI.
   const canRun = spawnSync(process.execPath, ['--version'], { uid: user.uid, gid: user.gid }).status === 0;
+  // The CLI's source must be readable by that user too: a checkout under a 0700 directory (mktemp -d) is not.
+  const entry = path.join(repo, 'src/cli/entry.ts');
+  assert.equal(
+    spawnSync('/usr/bin/test', ['-r', entry], { uid: user.uid, gid: user.gid }).status,
+    0,
+    `${USER} (uid ${user.uid}) cannot read ${entry}, so this test cannot start the CLI as that user: clone the repository where every user can read it (each parent directory o+x), as CI does`,
+  );
   const r = spawnSync(
     canRun ? process.execPath : '/usr/bin/node',
     ['--import', 'tsx', 'src/cli/entry.ts', 'shell-worker', '--provisioner-id', 'tgs-test', '--worker-type', 'never', '--task-user', USER],
