@@ -150,10 +150,7 @@ function reportBatcher(pool: pg.Pool): StatementBatcher<QueuedReport, TaskRow | 
   if (!batcher) {
     batcher = new StatementBatcher(
       async (queued: QueuedReport[]) => {
-        const written = await resolveRunning(
-          pool,
-          queued.map((q) => q.item),
-        );
+        const written = await resolveRunning(pool, queued.map((q) => q.item));
         const rows = queued.map((q) => written.get(q.item.taskId));
         const byAnnouncer = new Map<Pick<GroupAnnouncer, 'note'>, TaskRow[]>();
         for (const [i, row] of rows.entries()) {
