@@ -173,3 +173,9 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (client: pg.PoolClie
     client.release();
   }
 }
+
+/** A data-modifying statement for another's WITH, its parameters numbered from the `$n` it was asked to start at. */
+export interface StatementPart {
+  sql: string;
+  params: unknown[];
+}

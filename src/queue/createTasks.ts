@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
-import { prepared } from '../db/pool.js';
+import { prepared, type StatementPart } from '../db/pool.js';
 import { TgsError } from '../errors.js';
 import { enqueueMessages } from '../exchanges/outbox.js';
 import { PRIORITIES } from './createTaskScopes.js';
@@ -47,17 +47,50 @@ function freshRow(taskId: string, d: TaskDefinition, scheduleIndependent: boolea
 }
 
 /**
+ * One statement for a chunk of new tasks: their rows, their dependency edges (two text[] parameters parse far faster
+ * than a jsonb array of pairs: 400,000 edges took 3.6 s that way; no ON CONFLICT: every dependent is new and its edges
+ * are distinct, and the conflict check made 400,000 edges take 2.5 s instead of 2.0 s), `alongside` (another table's
+ * rows written with them, its parameters from $5), and their groups' upsert, whose rows it answers for the checks.
+ * Data-modifying CTEs run on one snapshot, so none of them reads what another writes; none needs to.
+ */
+const insertChunkSql = (alongside?: string) => `WITH inserted AS (
+    INSERT INTO tasks (task_id, task_group_id, scheduler_id, provisioner_id, worker_type, priority, priority_rank,
+                       requires, retries, retries_left, created, deadline, expires, definition, state, runs, pending_since)
+    SELECT v.task_id, v.task_group_id, v.scheduler_id, v.provisioner_id, v.worker_type, v.priority, v.priority_rank,
+           v.requires, v.retries, v.retries, v.created, v.deadline, v.expires, v.definition, v.state, v.runs, v.pending_since
+    FROM jsonb_to_recordset($2::jsonb) AS v(task_id text, task_group_id text, scheduler_id text, provisioner_id text,
+         worker_type text, priority text, priority_rank smallint, requires text, retries int, created timestamptz,
+         deadline timestamptz, expires timestamptz, definition jsonb, state text, runs jsonb, pending_since timestamptz)
+  ), edges AS (
+    INSERT INTO task_dependencies (required_task_id, dependent_task_id)
+    SELECT * FROM unnest($3::text[], $4::text[])
+  )${alongside === undefined ? '' : `, alongside AS (
+    ${alongside}
+  )`}
+  INSERT INTO task_groups (task_group_id, scheduler_id, expires)
+  SELECT g.id, g.scheduler_id, g.expires FROM jsonb_to_recordset($1::jsonb) AS g(id text, scheduler_id text, expires timestamptz)
+  ON CONFLICT (task_group_id) DO UPDATE SET expires = greatest(task_groups.expires, excluded.expires), resolved_at = NULL
+  RETURNING task_group_id, scheduler_id, sealed`;
+
+/**
  * Inserts tasks nobody stored yet (a caller's fresh slugids, or ids createTasks found absent) in the caller's
- * transaction: their groups (one schedulerId per group, sealed groups take no new tasks, expires grows to the latest
- * task), the rows and their dependency edges. A task without dependencies is pending at once when
- * `scheduleIndependent` (the queue's createTask); the graph scheduler schedules its own roots. `dependenciesKnown`
- * skips the check that each dependency exists, for a caller that checked them itself (a graph's chunks name tasks of
- * later chunks). Writes no message and answers nothing: the graph intake needs neither for its 100,000 tasks.
+ * transaction, which must roll back when this throws: their groups (one schedulerId per group, sealed groups take no
+ * new tasks, expires grows to the latest task), the rows and their dependency edges, each chunk in one statement and
+ * checked against its groups' rows after. A task without dependencies is pending at once when `scheduleIndependent`
+ * (the queue's createTask); the graph scheduler schedules its own roots. `dependenciesKnown` skips the check that each
+ * dependency exists, for a caller that checked them itself (a graph's chunks name tasks of later chunks). `alongside`
+ * (given the number of its first parameter) is another table's INSERT made part of the first chunk's statement: the
+ * graph intake's nodes. Writes no message and answers nothing: the graph intake needs neither for its 100,000 tasks.
+ *
+ * One statement rather than one for each table: the graph intake prepares its next chunk meanwhile, and each of four
+ * statements waited for its event loop to send the next. Over a 100,000-task submit, Postgres' backend was idle in the
+ * transaction in 38 % of the samples of its state with four, 18 % with one, and the submit took 19.4-23.6 s against
+ * 13.9-19.8 (bench/submitMemory.ts alternated, a 2-vCPU Xeon, 2026-11-26; docs/benchmarks.md).
  */
 export async function insertNewTasks(
   client: pg.PoolClient,
   tasks: { taskId: string; definition: TaskDefinition }[],
-  options: { scheduleIndependent: boolean; dependenciesKnown: boolean; now: Date },
+  options: { scheduleIndependent: boolean; dependenciesKnown: boolean; now: Date; alongside?: (first: number) => StatementPart },
 ): Promise<void> {
   if (tasks.length === 0) return;
   const { now } = options;
@@ -70,19 +103,7 @@ export async function insertNewTasks(
     }
     if (!g || g.expires < t.definition.expires) groups.set(t.definition.taskGroupId, { schedulerId: t.definition.schedulerId, expires: t.definition.expires });
   }
-  const { rows: groupRows } = await client.query<{ task_group_id: string; scheduler_id: string; sealed: Date | null }>(prepared(
-    `INSERT INTO task_groups (task_group_id, scheduler_id, expires)
-     SELECT g.id, g.scheduler_id, g.expires FROM jsonb_to_recordset($1::jsonb) AS g(id text, scheduler_id text, expires timestamptz)
-     ON CONFLICT (task_group_id) DO UPDATE SET expires = greatest(task_groups.expires, excluded.expires), resolved_at = NULL
-     RETURNING task_group_id, scheduler_id, sealed`,
-    [JSON.stringify([...groups].map(([id, g]) => ({ id, scheduler_id: g.schedulerId, expires: g.expires })))],
-  ));
-  for (const g of groupRows) {
-    if (g.scheduler_id !== groups.get(g.task_group_id)?.schedulerId) {
-      throw new TgsError('RequestConflict', `task group ${g.task_group_id} belongs to schedulerId ${g.scheduler_id}; all its tasks must use it`);
-    }
-    if (g.sealed) throw new TgsError('RequestConflict', `task group ${g.task_group_id} is sealed: it accepts no new tasks`);
-  }
+  const groupsJson = JSON.stringify([...groups].map(([id, g]) => ({ id, scheduler_id: g.schedulerId, expires: g.expires })));
   // Dependencies must exist already or be created in this same call.
   const creating = new Set(tasks.map((t) => t.taskId));
   const deps = options.dependenciesKnown ? [] : [...new Set(tasks.flatMap((t) => t.definition.dependencies))].filter((d) => !creating.has(d));
@@ -92,7 +113,8 @@ export async function insertNewTasks(
     if (missing.length > 0) throw new TgsError('InputError', `dependencies do not exist: ${missing.slice(0, 20).join(', ')}`);
   }
   for (let i = 0; i < tasks.length; i += CHUNK) {
-    const chunk = tasks.slice(i, i + CHUNK).map((t) => {
+    const slice = tasks.slice(i, i + CHUNK);
+    const rows = slice.map((t) => {
       const pending = options.scheduleIndependent && t.definition.dependencies.length === 0;
       return {
         task_id: t.taskId,
@@ -113,33 +135,23 @@ export async function insertNewTasks(
         pending_since: pending ? now.toISOString() : null,
       };
     });
-    await client.query(prepared(
-      `INSERT INTO tasks (task_id, task_group_id, scheduler_id, provisioner_id, worker_type, priority, priority_rank,
-                          requires, retries, retries_left, created, deadline, expires, definition, state, runs, pending_since)
-       SELECT v.task_id, v.task_group_id, v.scheduler_id, v.provisioner_id, v.worker_type, v.priority, v.priority_rank,
-              v.requires, v.retries, v.retries, v.created, v.deadline, v.expires, v.definition, v.state, v.runs, v.pending_since
-       FROM jsonb_to_recordset($1::jsonb) AS v(task_id text, task_group_id text, scheduler_id text, provisioner_id text,
-            worker_type text, priority text, priority_rank smallint, requires text, retries int, created timestamptz,
-            deadline timestamptz, expires timestamptz, definition jsonb, state text, runs jsonb, pending_since timestamptz)`,
-      [JSON.stringify(chunk)],
-    ));
     const required: string[] = [];
     const dependent: string[] = [];
-    for (const t of tasks.slice(i, i + CHUNK)) {
+    for (const t of slice) {
       for (const d of new Set(t.definition.dependencies)) {
         required.push(d);
         dependent.push(t.taskId);
       }
     }
-    if (required.length > 0) {
-      // Two text[] parameters parse far faster than a jsonb array of pairs: 400,000 edges took 3.6 s that way.
-      // No ON CONFLICT: every dependent is new and its edges are distinct; the conflict check made 400,000 edges
-      // take 2.5 s instead of 2.0 s.
-      await client.query(prepared(
-        `INSERT INTO task_dependencies (required_task_id, dependent_task_id)
-         SELECT * FROM unnest($1::text[], $2::text[])`,
-        [required, dependent],
-      ));
+    const alongside = i === 0 ? options.alongside?.(5) : undefined;
+    const { rows: groupRows } = await client.query<{ task_group_id: string; scheduler_id: string; sealed: Date | null }>(
+      prepared(insertChunkSql(alongside?.sql), [groupsJson, JSON.stringify(rows), required, dependent, ...(alongside?.params ?? [])]),
+    );
+    for (const g of groupRows) {
+      if (g.scheduler_id !== groups.get(g.task_group_id)?.schedulerId) {
+        throw new TgsError('RequestConflict', `task group ${g.task_group_id} belongs to schedulerId ${g.scheduler_id}; all its tasks must use it`);
+      }
+      if (g.sealed) throw new TgsError('RequestConflict', `task group ${g.task_group_id} is sealed: it accepts no new tasks`);
     }
   }
 }

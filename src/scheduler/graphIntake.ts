@@ -10,7 +10,7 @@ import type { TaskDefinition } from '../queue/definition.js';
 import { graphNodeSchema, LABEL_PATTERN } from './graphSchema.js';
 import { describeGraphErrors, prepareNode, type GraphErrors } from './prepareGraph.js';
 import { canonicalDigest } from './graphHash.js';
-import { insertMemberNodes } from './graphStore.js';
+import { memberNodesInsert } from './graphStore.js';
 import { ByteRecords, Int32Blocks } from './blocks.js';
 import { LabelTable } from './labelTable.js';
 import { refuseOverNodeLimit } from './nodeLimit.js';
@@ -272,17 +272,15 @@ export class GraphIntake {
     if (this.errors.size > 0 || this.pending.length === 0) return;
     const chunk = this.pending;
     this.pending = [];
-    await insertMemberNodes(
-      client,
-      this.options.taskGraphId,
-      chunk.map((n) => ({ idx: n.idx, taskId: n.taskId, label: n.label, requires: n.requires, requiresMode: n.definition.requires === 'all-resolved' ? 1 : 0, reruns: n.reruns })),
-    );
+    const nodes = chunk.map((n) => ({ idx: n.idx, taskId: n.taskId, label: n.label, requires: n.requires, requiresMode: n.definition.requires === 'all-resolved' ? 1 : 0, reruns: n.reruns }));
     // the taskIds are this intake's own fresh slugids: nothing to compare with, no status to answer; the
-    // task-defined messages are written once the last chunk is in (src/scheduler/announceDefined.ts)
+    // task-defined messages are written once the last chunk is in (src/scheduler/announceDefined.ts). The nodes go
+    // in the tasks' statement: one round trip a chunk.
     await insertNewTasks(client, chunk.map((n) => ({ taskId: n.taskId, definition: n.definition })), {
       scheduleIndependent: false,
       dependenciesKnown: true,
       now: new Date(),
+      alongside: (first) => memberNodesInsert(this.options.taskGraphId, nodes, first),
     });
   }
 

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { anyOf, prepared, type Queryable } from '../db/pool.js';
+import { anyOf, prepared, type Queryable, type StatementPart } from '../db/pool.js';
 import type { GraphMeta, GraphState, NodePage, QueueTaskState } from '../workflows/contract.js';
 import { MISSING_TASK_CHAR, TASK_STATE_CHAR } from '../taskStates.js';
 import { TgsError } from '../errors.js';
@@ -109,23 +109,19 @@ export interface MemberNodeRow {
 }
 
 /**
- * Stores member nodes in the caller's transaction (which holds the graph row, or its advisory lock for a new
- * graph). Their idx may leave gaps for labels named but not yet defined: the caller fills them before commit
- * and then sets the counts with `setNodeCounts`.
+ * The INSERT of member nodes (for the caller to run in its transaction, which holds the graph row, or its advisory lock
+ * for a new graph), its parameters numbered from `$first`. Their idx may leave gaps for labels named but not yet
+ * defined: the caller fills them before commit and then sets the counts with `setNodeCounts`. jsonb_to_recordset
+ * takes a chunk of nodes in one statement; per-row INSERTs would be ~100x slower.
  */
-export async function insertMemberNodes(client: pg.PoolClient, taskGraphId: string, nodes: MemberNodeRow[]): Promise<void> {
-  // jsonb_to_recordset inserts a 5,000-node chunk in one statement; per-row INSERTs would be ~100x slower.
-  for (let i = 0; i < nodes.length; i += 5000) {
-    await client.query(
-      prepared(
-        `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label, requires, requires_mode, reruns, reruns_left)
-         SELECT $1, r.idx, r.task_id, true, r.label,
+export function memberNodesInsert(taskGraphId: string, nodes: MemberNodeRow[], first: number): StatementPart {
+  return {
+    sql: `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label, requires, requires_mode, reruns, reruns_left)
+         SELECT $${first}, r.idx, r.task_id, true, r.label,
                 ARRAY(SELECT jsonb_array_elements_text(r.requires)::int), r.requires_mode, r.reruns, r.reruns
-         FROM jsonb_to_recordset($2::jsonb) AS r(idx int, task_id text, label text, requires jsonb, requires_mode smallint, reruns int)`,
-        [taskGraphId, JSON.stringify(nodes.slice(i, i + 5000).map((n) => ({ idx: n.idx, task_id: n.taskId, label: n.label, requires: n.requires, requires_mode: n.requiresMode, reruns: n.reruns })))],
-      ),
-    );
-  }
+         FROM jsonb_to_recordset($${first + 1}::jsonb) AS r(idx int, task_id text, label text, requires jsonb, requires_mode smallint, reruns int)`,
+    params: [taskGraphId, JSON.stringify(nodes.map((n) => ({ idx: n.idx, task_id: n.taskId, label: n.label, requires: n.requires, requires_mode: n.requiresMode, reruns: n.reruns })))],
+  };
 }
 
 /** After the members of a create or extend are stored: the graph's node count and its tasks added. */

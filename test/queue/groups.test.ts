@@ -105,6 +105,20 @@ test('a sealed group refuses new tasks but accepts an identical retry of an exis
   assert.equal((await q('GET', `/task-group/${g}`, undefined, null)).body.sealed, sealed.body.sealed);
 });
 
+test('a task naming another schedulerId than its group has is refused with nothing written', async () => {
+  const g = slugid.nice();
+  const first = slugid.nice();
+  assert.equal((await q('PUT', `/task/${first}`, { ...fastTask(first), taskGroupId: g, schedulerId: 'sched-a', workerType: 'grp-sched' })).status, 200);
+  const other = slugid.nice();
+  const refused = await q('PUT', `/task/${other}`, { ...fastTask(other), taskGroupId: g, schedulerId: 'sched-b', workerType: 'grp-sched', dependencies: [first] });
+  assert.equal(refused.status, 409);
+  assert.equal(refused.body.code, 'RequestConflict');
+  assert.match(refused.body.message, /belongs to schedulerId sched-a/);
+  assert.equal((await q('GET', `/task/${other}`, undefined, null)).status, 404, 'no task row');
+  const dependents = await q('GET', `/task/${first}/dependents`, undefined, null);
+  assert.deepEqual(dependents.body.tasks, [], 'no dependency edge');
+});
+
 test('cancelTaskGroup cancels every unresolved task of a sealed group (Taskcluster: only a sealed one)', async () => {
   const g = slugid.nice();
   const done = await create(g, 'grp-cancel');
