@@ -50,7 +50,7 @@ function freshRow(taskId: string, d: TaskDefinition, scheduleIndependent: boolea
  * One statement for a chunk of new tasks: their rows, their dependency edges (two text[] parameters parse far faster
  * than a jsonb array of pairs: 400,000 edges took 3.6 s that way; no ON CONFLICT: every dependent is new and its edges
  * are distinct, and the conflict check made 400,000 edges take 2.5 s instead of 2.0 s), `alongside` (another table's
- * rows written with them, its parameters from $5), and their groups' upsert, whose rows it answers for the checks.
+ * rows written with them, its parameters after these four), and their groups' upsert, whose rows it answers for the checks.
  * Data-modifying CTEs run on one snapshot, so none of them reads what another writes; none needs to.
  */
 const insertChunkSql = (alongside?: string) => `WITH inserted AS (
@@ -143,9 +143,10 @@ export async function insertNewTasks(
         dependent.push(t.taskId);
       }
     }
-    const alongside = i === 0 ? options.alongside?.(5) : undefined;
+    const params: unknown[] = [groupsJson, JSON.stringify(rows), required, dependent];
+    const alongside = i === 0 ? options.alongside?.(params.length + 1) : undefined;
     const { rows: groupRows } = await client.query<{ task_group_id: string; scheduler_id: string; sealed: Date | null }>(
-      prepared(insertChunkSql(alongside?.sql), [groupsJson, JSON.stringify(rows), required, dependent, ...(alongside?.params ?? [])]),
+      prepared(insertChunkSql(alongside?.sql), [...params, ...(alongside?.params ?? [])]),
     );
     for (const g of groupRows) {
       if (g.scheduler_id !== groups.get(g.task_group_id)?.schedulerId) {
