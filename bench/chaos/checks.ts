@@ -102,7 +102,10 @@ export function runChecks(end: EndState): Check[] {
     claims.sort((a, b) => a.claimedAt - b.claimedAt);
     for (let i = 1; i < claims.length; i++) {
       const prev = claims[i - 1];
-      const held = prev.reportedAt === undefined || prev.reportedAt > claims[i].claimedAt;
+      // a worker holds a run until it has done the work and sent its report; when the answer comes back is no
+      // measure of that, since the queue may act on a report (resolve the run, schedule the retry, hand it to
+      // another worker) well before a fault-delayed answer reaches the worker
+      const held = prev.doneAt === undefined || prev.doneAt > claims[i].claimedAt;
       // a claim that expired while its worker still held it: the queue gave the task to another worker
       // after takenUntil, by design; it shows as a claim-expired run and is counted there
       const expired = end.tasks.get(taskId)?.runs.find((r) => r.runId === prev.runId)?.reasonResolved === 'claim-expired';

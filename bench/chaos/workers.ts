@@ -8,6 +8,9 @@ export interface Claim {
   runId: number;
   worker: string;
   claimedAt: number;
+  /** when the worker finished the run's work and sent its first report: it holds the task until then */
+  doneAt?: number;
+  /** when a report was answered (the answer may come long after the queue acted on it, e.g. across a fault) */
   reportedAt?: number;
   outcome?: 'completed' | 'failed';
   /** how the report ended: ok, refused (status and code), or given up (never answered) */
@@ -88,6 +91,7 @@ export function startWorkers(options: { rootUrls: string[]; credentials: TgsCred
     await new Promise((r) => setTimeout(r, script.sleepMs));
     const failed = failuresDone.get(taskId) ?? 0;
     const outcome = failed < script.failTimes ? 'failed' : 'completed';
+    claim.doneAt = Date.now();
     for (let attempt = 0; !stopped; attempt++) {
       const apiIndex = pick(slot + attempt);
       try {

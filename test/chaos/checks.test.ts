@@ -31,7 +31,7 @@ function cleanEnd(): EndState {
     outboxRows: 0,
     runningWorkflows: new Set(),
     messages,
-    claims: plan.nodes.map((n) => ({ taskId: `T-${n.label}`, runId: 0, worker: 'w0', claimedAt: t0 + layerOf(n.label) * 100 + 10, reportedAt: t0 + layerOf(n.label) * 100 + 50 })),
+    claims: plan.nodes.map((n) => ({ taskId: `T-${n.label}`, runId: 0, worker: 'w0', claimedAt: t0 + layerOf(n.label) * 100 + 10, doneAt: t0 + layerOf(n.label) * 100 + 50, reportedAt: t0 + layerOf(n.label) * 100 + 50 })),
     handedTwice: [],
     unexpectedExits: [],
     gracefulCuts: [],
@@ -59,6 +59,11 @@ test('chaos checks: a lost message, an early task, a second holder, an extra run
   twice.claims.push({ taskId: `T-${last.label}`, runId: 1, worker: 'w1', claimedAt: twice.claims.at(-1)!.claimedAt + 1 });
   assert.deepEqual(failing(twice), ['no task with two workers at once']);
 
+  const stillWorking = cleanEnd();
+  const held = stillWorking.claims.at(-1)!;
+  stillWorking.claims.push({ taskId: held.taskId, runId: 1, worker: 'w1', claimedAt: held.doneAt! - 1 });
+  assert.deepEqual(failing(stillWorking), ['no task with two workers at once']);
+
   const extra = cleanEnd();
   extra.tasks.get(`T-${last.label}`)!.runs.push({ runId: 1, state: 'completed', reasonCreated: 'rerun' });
   extra.messages.set('m-extra', { exchange: 'queue/v1/task-completed', routingKey: `T-${last.label}.1.x`, at: [t0] });
@@ -69,6 +74,16 @@ test('chaos checks: a lost message, an early task, a second holder, an extra run
   stuck.runningWorkflows.add('G');
   stuck.outboxRows = 3;
   assert.deepEqual(failing(stuck), ['graph end states', 'outbox empty']);
+});
+
+test('chaos checks: a failed run retried by another worker while the first waits for its report\'s answer is no overlap', () => {
+  const end = cleanEnd();
+  const first = end.claims.at(-1)!;
+  // the queue acted on the report (sent at doneAt) and another worker claimed the retry before the answer came back
+  first.reportedAt = first.doneAt! + 2000;
+  end.claims.push({ taskId: first.taskId, runId: 1, worker: 'w1', claimedAt: first.doneAt! + 5, doneAt: first.doneAt! + 40, reportedAt: first.doneAt! + 41 });
+  const failures = runChecks(end).find((c) => c.name === 'no task with two workers at once')!;
+  assert.equal(failures.ok, true, failures.failures.join('; '));
 });
 
 test('chaos checks: a claim-expired run is counted as fault-added, not as a script violation', () => {
