@@ -385,6 +385,9 @@ export class GraphIntake {
   }
 }
 
+/** While a chunk is being written, the longest the reading of the next one keeps the event loop (see readGraphBody). */
+const YIELD_EVERY_MS = 4;
+
 /**
  * Reads a graph body's members into the intake: each node of `tasks` is added as it arrives and `writeChunk`
  * runs whenever a chunk is ready; every other member is returned (the envelope), in a null-prototype record.
@@ -406,14 +409,26 @@ export async function readGraphBody(
   const envelope: Record<string, unknown> = Object.create(null);
   let tasksSeen = false;
   let writing: Promise<void> | undefined;
+  let inFlight = false;
+  let turnStarted = performance.now();
   try {
     for await (const member of members) {
       readMember(member);
       if (intake.chunkReady) {
         await writing;
-        writing = writeChunk();
+        inFlight = true;
+        turnStarted = performance.now();
+        writing = writeChunk().finally(() => {
+          inFlight = false;
+        });
         // awaited before the next chunk or at the end; until then its failure must not count as unhandled
         writing.catch(() => undefined);
+      } else if (inFlight && performance.now() - turnStarted > YIELD_EVERY_MS) {
+        // A body already received is read in microtasks, which never let the event loop write: the statement in
+        // flight would reach Postgres only as far as the socket's buffer holds (208 KB on a Unix socket) until the
+        // next chunk is ready, and Postgres would wait for the rest instead of writing the chunk meanwhile.
+        await new Promise((resolve) => setImmediate(resolve));
+        turnStarted = performance.now();
       }
     }
     await writing;

@@ -148,6 +148,23 @@ test('a chunk is written while the next is read, one write at a time, and a refu
   assert.ok(readDuringWrite >= 2, `nodes were read while a chunk was written (${readDuringWrite} of 3 writes)`);
 });
 
+test('a body received whole is read in turns of the event loop while a chunk is written, so the write goes on meanwhile', async () => {
+  // The pieces of an async generator reach the intake as microtasks: without turns of the event loop, a write that
+  // needs a few of them (a statement larger than the socket's buffer) would only end once the next chunk is read.
+  const n = INTAKE_CHUNK * 3 + 10;
+  const text = JSON.stringify({ tasks: forwardChain(n) });
+  const intake = new GraphIntake({ config: t.config, taskGraphId: slugid.nice(), startIdx: 0, now: new Date() });
+  const nextChunkReadAtEnd: boolean[] = [];
+  const writeChunk = async () => {
+    intake.dropPending();
+    for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+    nextChunkReadAtEnd.push(intake.chunkReady);
+  };
+  await readGraphBody(streamed(text), intake, () => slugid.nice(), writeChunk, () => undefined);
+  // the first two writes each have a whole chunk read after them; the third only the last 10 nodes
+  assert.deepEqual(nextChunkReadAtEnd.slice(0, 2), [false, false]);
+});
+
 test('the same graph again, its members and nodes in another order, is idempotent; a different one is a 409', async () => {
   const id = slugid.nice();
   const graph = graphOf({ a: {}, b: { requires: ['a'] }, c: { requires: ['a', 'b'] } });
