@@ -10,8 +10,6 @@ export interface Claim {
   claimedAt: number;
   /** when the worker finished the run's work and sent its first report: it holds the task until then */
   doneAt?: number;
-  /** when a report was answered (the answer may come long after the queue acted on it, e.g. across a fault) */
-  reportedAt?: number;
   outcome?: 'completed' | 'failed';
   /** how the report ended: ok, refused (status and code), or given up (never answered) */
   report?: string;
@@ -97,7 +95,7 @@ export function startWorkers(options: { rootUrls: string[]; credentials: TgsCred
       try {
         await call(`report ${outcome}`, apiIndex, (api) => api.request('queue', 'POST', `/task/${taskId}/runs/${task.runId}/${outcome}`, undefined, task.credentials));
         if (outcome === 'failed') failuresDone.set(taskId, failed + 1);
-        claim.reportedAt = lastReportAt = Date.now();
+        lastReportAt = Date.now();
         claim.outcome = outcome;
         claim.report = 'ok';
         reported++;
@@ -105,7 +103,6 @@ export function startWorkers(options: { rootUrls: string[]; credentials: TgsCred
       } catch (err) {
         if (err instanceof TgsApiError && err.status > 0 && err.status < 500) {
           // answered and refused: the run is no longer this worker's (e.g. its claim expired)
-          claim.reportedAt = Date.now();
           claim.report = `refused ${err.status} ${err.code}`;
           reportsRefused.push({ taskId, runId: task.runId, status: err.status, code: err.code });
           return;
