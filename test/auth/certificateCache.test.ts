@@ -90,6 +90,31 @@ test('a certificate used again is served from the cache, with the same client an
   assert.equal(s.certificates.stats.hits, 4);
 });
 
+test('a request holds its credentials\' scopes expanded once, and authorizedScopes expanded in turn', async () => {
+  const s = setUp();
+  // the issuer's client as stored (no roles); every expansion of the request's own scopes recorded
+  const expanded: string[][] = [];
+  const authenticate = createAuthenticator(
+    expandingClientStore({ get: async (id) => s.clients.get(id) }, { observe: () => undefined, expand: async (scopes: readonly string[]) => new ScopeExpander([]).expand(scopes) } as unknown as RoleCache),
+    {
+      rootUrl: () => rootUrl,
+      expand: async (scopes) => {
+        expanded.push(scopes);
+        return new ScopeExpander([{ roleId: 'role/x', scopes: ['queue:r:*', 'assume:role/y'] }, { roleId: 'role/y', scopes: ['queue:y:1'] }]).expand(scopes);
+      },
+    },
+  );
+  const creds = s.issue(['queue:a:1', 'assume:role/x']);
+  const plain = await authenticate(request(creds));
+  assert.deepEqual(plain.auth.scopes, ['assume:role/x', 'assume:role/y', 'queue:a:1', 'queue:r:*', 'queue:y:1']);
+  assert.deepEqual(expanded, [['queue:a:1', 'assume:role/x']], 'the certificate\'s scopes, expanded once');
+  expanded.length = 0;
+  // authorizedScopes may name a role the credentials hold through another: what it grants is expanded again
+  const narrowed = await authenticate(request(creds, { authorizedScopes: ['assume:role/y'] }));
+  assert.deepEqual(narrowed.auth.scopes, ['assume:role/y', 'queue:y:1']);
+  assert.deepEqual(expanded, [['queue:a:1', 'assume:role/x'], ['assume:role/y']]);
+});
+
 test('a cached certificate is still refused once it has expired (same 5-minute drift)', async () => {
   const s = setUp();
   const creds = s.issue(['queue:a:1'], 'worker/one', 60_000);

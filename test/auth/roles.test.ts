@@ -88,6 +88,32 @@ test('expansion is cached per assume set and unchanged on a second call; other s
   assert.deepEqual(first, normalizeScopes(['assume:project:x', 'Px', 'q']));
 });
 
+test('expansion is a closure: expanding its result again adds nothing (property; the authenticator expands once)', () => {
+  // role ids and scopes over a small alphabet, so roles assume each other, prefix roles take parameters and star
+  // scopes cover others; role sets validateRoles refuses (cycles) are skipped, as they cannot be stored
+  const id = fc.stringMatching(/^[ab]{1,3}\*?$/);
+  const scope = fc.oneof(
+    fc.stringMatching(/^[AB]{1,2}\*?$/),
+    id.map((r) => `assume:${r}`),
+    fc.stringMatching(/^[ab]{0,2}$/).map((r) => `assume:${r}<..>`),
+    fc.constantFrom('assume*', 'a*', '*'),
+  );
+  fc.assert(
+    fc.property(fc.dictionary(id, fc.array(scope, { maxLength: 3 }), { maxKeys: 5 }), fc.array(scope, { maxLength: 4 }), (spec, scopes) => {
+      const set = roles(spec);
+      try {
+        validateRoles(set);
+      } catch {
+        fc.pre(false);
+      }
+      const expander = new ScopeExpander(set);
+      const once = expander.expand(scopes);
+      assert.deepEqual(new ScopeExpander(set).expand(once), once);
+    }),
+    { numRuns: 2000 },
+  );
+});
+
 const valid = (spec: Record<string, string[]>) => assert.doesNotThrow(() => validateRoles(roles(spec)));
 const refused = (spec: Record<string, string[]>, kind: RoleError['kind']) =>
   assert.throws(() => validateRoles(roles(spec)), (err: unknown) => err instanceof RoleError && err.kind === kind);
