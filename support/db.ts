@@ -7,9 +7,9 @@ import { insertNewTasks } from '../src/queue/createTasks.js';
 import { validateTaskDefinition, type TaskDefinition } from '../src/queue/definition.js';
 import { fastTask } from './graphs.js';
 
-/** How many rows wait in the outbox (the relay deletes each once RabbitMQ confirmed it). */
+/** How many rows wait in the outbox and its deferred lane (the relay deletes each once RabbitMQ confirmed it). */
 export async function outboxCount(pool: Pick<pg.Pool, 'query'>): Promise<number> {
-  return Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM outbox')).rows[0].n);
+  return Number((await pool.query<{ n: string }>('SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS n')).rows[0].n);
 }
 
 /** The Postgres server tests use (TGS_TEST_PG, else the local one); the database in it is created per test file. */

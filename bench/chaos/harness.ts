@@ -192,7 +192,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         pool.query<{ open_graphs: number; open_tasks: number; outbox: number }>(
           `SELECT (SELECT count(*) FROM task_graphs WHERE state = 'running') AS open_graphs,
                   (SELECT count(*) FROM tasks WHERE state IN ('pending', 'running')) AS open_tasks,
-                  (SELECT count(*) FROM outbox) AS outbox`,
+                  (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS outbox`,
         ),
       );
       // a loop, not Math.max(...): a full run sees ~150,000 message ids, past the arguments a call can take
@@ -214,7 +214,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     for (const r of (await pool.query<{ task_id: string; task_group_id: string; runs: TaskEnd['runs'] }>('SELECT task_id, task_group_id, runs FROM tasks WHERE task_group_id = ANY($1)', [graphIds])).rows) {
       tasks.set(r.task_id, { taskId: r.task_id, graphId: r.task_group_id, runs: r.runs });
     }
-    const outboxRows = Number((await pool.query('SELECT count(*) AS n FROM outbox')).rows[0].n);
+    const outboxRows = Number((await pool.query('SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS n')).rows[0].n);
     const connection = await Connection.connect({ address: temporal.address });
     const runningWorkflows = new Set<string>();
     for await (const wf of new Client({ connection }).workflow.list({ query: `ExecutionStatus = 'Running'` })) {

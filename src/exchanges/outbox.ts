@@ -3,6 +3,8 @@ import { notifyAfterCommit, prepared, type Queryable } from '../db/pool.js';
 
 /** The channel the relay LISTENs on; enqueueMessages notifies it once the transaction has committed. */
 export const OUTBOX_CHANNEL = 'tgs_outbox';
+/** The channel of the outbox's deferred lane (outbox_deferred, migration 021): notified once its rows have committed. */
+export const DEFERRED_CHANNEL = 'tgs_outbox_deferred';
 
 export interface OutboxMessage {
   /** Full exchange name, prefix included (see queueExchangeName and schedulerExchangeName in exchanges.ts). */

@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import { connectSession, createPool, prepared, type DbSession } from '../db/pool.js';
 import { connectBus, sendTogether, type BusConfirmChannel, type BusConnection } from './bus.js';
 import { declareExchanges } from './declare.js';
-import { OUTBOX_CHANNEL } from './outbox.js';
+import { DEFERRED_CHANNEL, OUTBOX_CHANNEL } from './outbox.js';
 import { MAX_GAPS, OutboxCursor, type OutboxReadPlan } from './outboxCursor.js';
 import type { QueueExchange } from './exchanges.js';
 import { taskMessage } from '../queue/messages.js';
@@ -12,6 +12,8 @@ import type { TaskRow } from '../queue/taskRow.js';
 
 // Only one relay publishes at a time, so messages leave in outbox id order, but for a row whose transaction committed
 // after a higher id's row was read (it follows in a later batch); per task order is kept (src/exchanges/outboxCursor.ts).
+// The deferred lane (a graph's task-defined messages, migration 021) goes out a batch between the outbox's batches, and
+// a task's deferred message ahead of the first outbox batch that holds another message of that task (readAnswer).
 const RELAY_LOCK = 7_471_020_232;
 const BATCH = 500;
 /**
@@ -50,6 +52,8 @@ export interface OutboxRow {
   cc: string[];
   payload: unknown;
   render: QueueExchange | null;
+  /** A row of the deferred lane (outbox_deferred): its id is the lane's own, not an outbox id. */
+  deferred?: boolean;
 }
 
 const OUTBOX_COLUMNS = 'id, message_id, exchange, routing_key, cc, payload, render';
@@ -64,12 +68,25 @@ const READ_HEADER = `SELECT NULL::bigint AS id, NULL::text AS message_id, NULL::
          NULL::text[] AS cc, NULL::jsonb AS payload, NULL::text AS render,
          pg_snapshot_xmin(s)::text AS xmin,
          (pg_snapshot_xmax(s)::text::bigint + age(pg_snapshot_xmax(s)::xid))::text AS next_xid,
-         (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM outbox_id_seq) AS last_taken
+         (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM outbox_id_seq) AS last_taken,
+         NULL::boolean AS deferred
     FROM pg_current_snapshot() AS s`;
 
+/**
+ * A read's answer: the header, the outbox rows `r` read, and the deferred lane's rows of the tasks those rows are
+ * about (migration 021), all in one snapshot. A task's deferred message (its task-defined) committed before any
+ * other message of the task could be written (nothing else can name the task until its graph's transaction has
+ * committed), so a read that sees a later message of a task sees its deferred one too, and the relay publishes it
+ * first. The task is `status.taskId` of a message as written, `row.task_id` of a row written for rendering.
+ */
+const readAnswer = (rows: string) => `WITH r AS MATERIALIZED (${rows})
+  ${READ_HEADER}
+  UNION ALL SELECT ${OUTBOX_COLUMNS}, NULL, NULL, NULL, false FROM r
+  UNION ALL SELECT d.id, d.message_id, '', '', '{}', d.payload, d.render, NULL, NULL, NULL, true FROM outbox_deferred d
+    WHERE d.task_id IN (SELECT COALESCE(r.payload->'row'->>'task_id', r.payload->'status'->>'taskId') FROM r)`;
+
 /** The first BATCH rows by id (the read after a reset, or every read if the cursor cannot be used). */
-const FULL_READ = `${READ_HEADER}
-  UNION ALL (SELECT ${OUTBOX_COLUMNS}, NULL, NULL, NULL FROM outbox ORDER BY id LIMIT ${BATCH})`;
+const FULL_READ = readAnswer(`SELECT ${OUTBOX_COLUMNS} FROM outbox ORDER BY id LIMIT ${BATCH}`);
 
 /**
  * The lowest BATCH rows among the cursor's window ($1, $2] and the gaps [$3[i], $4[i]]. EXPLAIN (Postgres 15,
@@ -79,16 +96,19 @@ const FULL_READ = `${READ_HEADER}
  * plan is chosen, so a named statement is safe: a generic plan of `id > $1` without the window's end scanned
  * all 100,600 rows above the cursor and sorted them (178 ms).
  */
-export const CURSOR_READ = `${READ_HEADER}
-  UNION ALL (SELECT ${OUTBOX_COLUMNS}, NULL, NULL, NULL FROM (
+export const CURSOR_READ = readAnswer(`SELECT ${OUTBOX_COLUMNS} FROM (
       (SELECT ${OUTBOX_COLUMNS} FROM outbox WHERE id > $1 AND id <= $2 ORDER BY id LIMIT ${BATCH})
       UNION ALL
       (SELECT o.* FROM unnest($3::bigint[], $4::bigint[]) AS gap(lo, hi)
          CROSS JOIN LATERAL (SELECT ${OUTBOX_COLUMNS} FROM outbox WHERE id BETWEEN gap.lo AND gap.hi ORDER BY id LIMIT ${BATCH}) o)
-      ORDER BY id LIMIT ${BATCH}) r)`;
+      ORDER BY id LIMIT ${BATCH}) w`);
 
-/** Deletes the rows $1 (published and confirmed). */
-export const OUTBOX_DELETE = 'DELETE FROM outbox WHERE id = ANY($1)';
+/** The deferred lane's first BATCH rows, published between the outbox's batches. */
+const DEFERRED_READ = `SELECT id, message_id, '' AS exchange, '' AS routing_key, '{}'::text[] AS cc, payload, render, true AS deferred
+  FROM outbox_deferred ORDER BY id LIMIT ${BATCH}`;
+
+/** Deletes the outbox rows $1 and the deferred lane's rows $2 (published and confirmed). */
+export const OUTBOX_DELETE = 'WITH d AS (DELETE FROM outbox_deferred WHERE id = ANY($2)) DELETE FROM outbox WHERE id = ANY($1)';
 
 /** The outbox sequence's cache: the cursor needs ids handed out in increasing order over time (CACHE 1). */
 const SEQUENCE_CACHE = `SELECT seqcache AS cache FROM pg_sequence WHERE seqrelid = 'outbox_id_seq'::regclass`;
@@ -135,6 +155,8 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
   let wake: (() => void) | undefined;
   // A NOTIFY that arrives while a batch is being published must not be lost: it skips the next sleep.
   let notified = false;
+  // The deferred lane may hold rows: set when the relay becomes active, by its NOTIFY, and while a read of it is full.
+  let deferredWaiting = true;
   let lockClient: DbSession | undefined;
   let amqpConnection: BusConnection | undefined;
   let channel: BusConfirmChannel | undefined;
@@ -178,7 +200,8 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
           await sleep(1000);
         }
         const session = client;
-        session.on('notification', () => {
+        session.on('notification', (message: { channel: string }) => {
+          if (message.channel === DEFERRED_CHANNEL) deferredWaiting = true;
           notified = true;
           wake?.();
         });
@@ -192,7 +215,9 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
         };
         session.on('error', onLost);
         session.on('end', () => onLost());
+        // one LISTEN a statement: the embedded PGlite session takes them one at a time (src/db/pglite.ts)
         await session.query(`LISTEN ${OUTBOX_CHANNEL}`);
+        await session.query(`LISTEN ${DEFERRED_CHANNEL}`);
         lockClient = session;
         lockLost = false;
         stats.active = true;
@@ -262,7 +287,9 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
         attempt++;
         stats.reconnects++;
         if (!amqpOutage.down) {
-          const { rows } = await pool.query<{ n: number }>('SELECT count(*) AS n FROM outbox').catch(() => ({ rows: [{ n: -1 }] }));
+          const { rows } = await pool
+            .query<{ n: number }>('SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS n')
+            .catch(() => ({ rows: [{ n: -1 }] }));
           amqpOutage.failed(err, `${rows[0].n} message(s) waiting in the outbox`);
         } else {
           amqpOutage.failed(err);
@@ -298,25 +325,37 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
     const endedAt = performance.now();
     const header = rows.find((r) => r.id === null);
     if (!header) throw new Error('outbox read: no snapshot row');
-    const batch = rows.filter((r) => r.id !== null).sort((a, b) => a.id - b.id);
-    return { batch, xmin: BigInt(header.xmin), nextXid: BigInt(header.next_xid), lastTaken: Number(header.last_taken), startedAt, endedAt };
+    const byId = (a: OutboxRow, b: OutboxRow) => a.id - b.id;
+    const batch = rows.filter((r) => r.id !== null && !r.deferred).sort(byId);
+    const pulled = rows.filter((r) => r.deferred).sort(byId);
+    return { batch, pulled, xmin: BigInt(header.xmin), nextXid: BigInt(header.next_xid), lastTaken: Number(header.last_taken), startedAt, endedAt };
   };
 
   /**
-   * Reads, publishes and deletes one batch; `more`: rows may be waiting already (read again at once); `size`: the
-   * rows published; `startedAt`: when the read began (performance.now()).
+   * Reads, publishes and deletes one batch of the outbox, the deferred messages of its tasks ahead of it, then one
+   * batch of the deferred lane when it may hold rows; `more`: rows may be waiting already (read again at once);
+   * `size`: the rows published; `startedAt`: when the read began (performance.now()).
    */
   const publishBatch = async (ch: BusConfirmChannel): Promise<{ more: boolean; size: number; startedAt: number }> => {
     if (!cursorChecked) await checkSequence();
     if (!cursorUsable) cursor.reset();
-    const { batch: rows, ...seen } = await read(cursor.nextRead());
-    if (rows.length > 0) await publishRows(ch, rows);
+    const { batch: rows, pulled, ...seen } = await read(cursor.nextRead());
+    if (rows.length > 0) await publishRows(ch, [...pulled, ...rows]);
     const { overflow, more } = cursor.advance({ ids: rows.map((r) => r.id), ...seen });
     stats.gaps = cursor.gapCount;
     if (overflow && ++stats.gapOverflows === 1) {
       log(`more than ${MAX_GAPS} outbox id gaps wait for their transactions to end (a long-running transaction holds xmin back?); reading from the start again (logged once)`);
     }
-    return { more, size: rows.length, startedAt: seen.startedAt };
+    let laneSize = 0;
+    if (deferredWaiting) {
+      // Cleared before the read: a NOTIFY of rows committed after its snapshot sets it again.
+      deferredWaiting = false;
+      const { rows: lane } = await pool.query<OutboxRow>(prepared(DEFERRED_READ, []));
+      if (lane.length > 0) await publishRows(ch, lane);
+      laneSize = lane.length;
+      if (lane.length >= BATCH) deferredWaiting = true;
+    }
+    return { more: more || laneSize >= BATCH, size: rows.length + pulled.length + laneSize, startedAt: seen.startedAt };
   };
 
   const publishRows = async (ch: BusConfirmChannel, rows: OutboxRow[]) => {
@@ -334,7 +373,7 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
       }
     });
     await ch.waitForConfirms();
-    await pool.query(prepared(OUTBOX_DELETE, [rows.map((r) => r.id)]));
+    await pool.query(prepared(OUTBOX_DELETE, [rows.filter((r) => !r.deferred).map((r) => r.id), rows.filter((r) => r.deferred).map((r) => r.id)]));
     stats.published += rows.length;
     stats.batches++;
   };
@@ -344,6 +383,7 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
       await acquireLock();
       // A new active period starts with a full read: what the cursor knew is from before another relay was active.
       cursor.reset();
+      deferredWaiting = true;
       cursorChecked = false;
       while (!stopped) {
         if (!channel) await connectAmqp();
@@ -360,8 +400,9 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
           }
           if (!more) await sleep(1000);
         } catch (err) {
-          // The batch's rows stay in the outbox: read from the start again.
+          // The batch's rows stay in the outbox (and in its deferred lane): read from the start again.
           cursor.reset();
+          deferredWaiting = true;
           stats.gaps = 0;
           if (stopped) break;
           publishOutage.failed(err, 'the batch stays in the outbox and is sent again');

@@ -143,8 +143,9 @@ function readOutbox(): Promise<{ n: number; oldest: number } | undefined> {
     for (const pool of outboxPools.values()) {
       // The oldest row by primary key (one index probe), the count by a scan of the backlog only.
       const read = await timed('the outbox', pool.query<{ n: string; oldest: number | null }>(
-        `SELECT (SELECT count(*) FROM outbox) AS n,
-                (SELECT extract(epoch FROM now() - created)::float8 FROM outbox ORDER BY id LIMIT 1) AS oldest`,
+        `SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS n,
+                GREATEST((SELECT extract(epoch FROM now() - created)::float8 FROM outbox ORDER BY id LIMIT 1),
+                         (SELECT extract(epoch FROM now() - created)::float8 FROM outbox_deferred ORDER BY id LIMIT 1)) AS oldest`,
       ));
       if (!read) continue;
       result = { n: (result?.n ?? 0) + Number(read.rows[0].n), oldest: Math.max(result?.oldest ?? 0, read.rows[0].oldest ?? 0) };
@@ -156,7 +157,7 @@ function readOutbox(): Promise<{ n: number; oldest: number } | undefined> {
 }
 new client.Gauge({
   name: 'tgs_outbox_messages',
-  help: 'Messages in the Postgres outbox not yet published by the relay; read at scrape time by the relay',
+  help: 'Messages in the Postgres outbox and its deferred lane not yet published by the relay; read at scrape time by the relay',
   registers: [registry],
   async collect() {
     this.reset();

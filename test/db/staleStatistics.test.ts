@@ -110,9 +110,9 @@ test('the relay reads and deletes outbox rows through its index after planning t
     for (const client of Object.values(sessions)) {
       await client.query('SET plan_cache_mode = force_generic_plan');
       await client.query(`PREPARE outbox_read(bigint, bigint, bigint[], bigint[]) AS ${CURSOR_READ}`);
-      await client.query(`PREPARE outbox_delete(bigint[]) AS ${OUTBOX_DELETE}`);
+      await client.query(`PREPARE outbox_delete(bigint[], bigint[]) AS ${OUTBOX_DELETE}`);
       await explain(client, `outbox_read(0, 10, '{}', '{}')`);
-      await explain(client, `outbox_delete('{1,2}')`);
+      await explain(client, `outbox_delete('{1,2}', '{}')`);
     }
     await db.pool.query(`INSERT INTO outbox (message_id, exchange, routing_key, payload) SELECT 'm' || n, 'x', 'k', '{}' FROM generate_series(1, 5000) AS n`);
     const plain = await explain(sessions.plain, `outbox_read(0, 10, '{}', '{}')`);
@@ -120,7 +120,7 @@ test('the relay reads and deletes outbox rows through its index after planning t
     const read = await explain(sessions.relay, `outbox_read(0, 10, '{}', '{}')`);
     assert.doesNotMatch(read, /Seq Scan on outbox(?!_id_seq)/, read);
     assert.match(read, /Index Scan using outbox_pkey on outbox\n\s+Index Cond: \(\(id > \$1\) AND \(id <= \$2\)\)/, read);
-    const deleted = await explain(sessions.relay, `outbox_delete('{1,2}')`);
+    const deleted = await explain(sessions.relay, `outbox_delete('{1,2}', '{}')`);
     assert.match(deleted, /Index Scan using outbox_pkey on outbox/, deleted);
   } finally {
     for (const client of Object.values(sessions)) {

@@ -60,7 +60,7 @@ async function watchGraph(taskGraphId: string) {
   const { queue } = await ch.assertQueue('', { exclusive: true, autoDelete: true });
   const messages: { exchange: string; routingKey: string; body: any }[] = [];
   const prefix = stack.config.exchangePrefix;
-  for (const ex of ['queue/v1/task-pending', 'queue/v1/task-completed', 'scheduler/v1/task-graph-running', 'scheduler/v1/task-graph-finished', 'scheduler/v1/task-graph-blocked']) {
+  for (const ex of ['queue/v1/task-defined', 'queue/v1/task-pending', 'queue/v1/task-completed', 'scheduler/v1/task-graph-running', 'scheduler/v1/task-graph-finished', 'scheduler/v1/task-graph-blocked']) {
     await ch.assertExchange(prefix + ex, 'topic', { durable: true });
     await ch.bindQueue(queue, prefix + ex, `*.*.*.*.*.*.${stack.config.schedulerId}.${taskGraphId}.#`);
   }
@@ -98,7 +98,12 @@ test('a diamond graph with $subs runs to finished; one consumer binding sees its
   await eventually(async () => watch.messages.some((m) => m.exchange === 'scheduler/v1/task-graph-finished'), 'finished message');
   const kinds = watch.messages.map((m) => m.exchange);
   assert.equal(kinds.filter((k) => k === 'queue/v1/task-completed').length, 4);
-  assert.equal(kinds[0], 'scheduler/v1/task-graph-running');
+  assert.equal(kinds.filter((k) => k !== 'queue/v1/task-defined')[0], 'scheduler/v1/task-graph-running');
+  // each task's messages in their order: task-defined (the outbox's deferred lane) before task-pending, task-completed
+  for (const taskId of ids.values()) {
+    const own = watch.messages.filter((m) => m.body.status?.taskId === taskId).map((m) => m.exchange);
+    assert.deepEqual(own, ['queue/v1/task-defined', 'queue/v1/task-pending', 'queue/v1/task-completed'], taskId);
+  }
   const finished = watch.messages.find((m) => m.exchange === 'scheduler/v1/task-graph-finished');
   assert.equal(finished?.routingKey, `_._._._._._.${stack.config.schedulerId}.${taskGraphId}.tests`);
   assert.deepEqual(finished?.body.status, { schedulerId: stack.config.schedulerId, taskGraphId, state: 'finished', routing: 'tests' });

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import amqp from 'amqplib';
 import pg from 'pg';
-import { createTestDatabase, outboxCount as countOutbox, type TestDatabase } from '../../support/db.js';
+import { createTestDatabase, insertPendingTasks, outboxCount as countOutbox, type TestDatabase } from '../../support/db.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { enqueueMessages, type OutboxMessage } from '../../src/exchanges/outbox.js';
 import { startRelay } from '../../src/exchanges/relay.js';
@@ -17,6 +17,10 @@ import { createPool, withTransaction } from '../../src/db/pool.js';
 import { pgliteUrl } from '../../src/db/pglite.js';
 import { migrate } from '../../src/db/migrate.js';
 import { eventually } from '../../support/stack.js';
+import { testIssuer } from '../../support/issuer.js';
+import { claimPending } from '../../src/queue/claimWork.js';
+import { taskMessage } from '../../src/queue/messages.js';
+import { loadTask, TASK_COLUMNS } from '../../src/queue/taskRow.js';
 
 let db: TestDatabase;
 let config: Config;
@@ -333,4 +337,51 @@ test('on the embedded PGlite database and the in-process bus, the relay reads fr
   await eventually(async () => relay.stats.gaps === 0, 'the gap dropped', 15_000);
   await relay.stop();
   assert.deepEqual(got, ['p-0', 'p-1', 'p-2']);
+});
+
+test("a graph's task-defined messages wait in the deferred lane; a later message of one of its tasks goes out ahead of the lane, its task-defined first", async (t) => {
+  // 1,200 tasks whose task-defined messages are in the deferred lane, as a graph's submit leaves them
+  const taskIds = await insertPendingTasks(db.pool, 1200, `lane-${randomBytes(3).toString('hex')}`);
+  await db.pool.query('DELETE FROM outbox');
+  await db.pool.query(
+    `INSERT INTO outbox_deferred (task_id, message_id, payload, render)
+     SELECT c.task_id, c.task_id || '/_/task-defined/' || jsonb_array_length(c.runs), jsonb_build_object('row', to_jsonb(c)), 'task-defined'
+     FROM (SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = ANY($1)) c ORDER BY array_position($1, c.task_id)`,
+    [taskIds],
+  );
+  // then two later messages, of tasks whose task-defined messages lie deep in the lane: a claim's (a row written
+  // for rendering) and one written whole
+  const claimed = await claimPending(db.pool, config, testIssuer(), { provisionerId: 'tgs-test', workerType: (await loadTask(db.pool, taskIds[0]))!.worker_type, workerGroup: 'g', workerId: 'w', count: 1 });
+  const running = claimed[0].status.taskId;
+  const pendingTask = taskIds[1100];
+  await enqueueMessages(db.pool, [taskMessage(config, 'task-pending', (await loadTask(db.pool, pendingTask))!, 0)]);
+  // the claimed task was the lane's first: move its message to the lane's end, where only the claim can bring it early
+  await db.pool.query(`UPDATE outbox_deferred SET id = id + 10000 WHERE task_id = $1`, [running]);
+
+  const queue = `${config.exchangePrefix}relay-lane-test`;
+  const conn = await amqp.connect(config.amqpUrl);
+  t.after(() => conn.close().catch(() => undefined));
+  const ch = await conn.createChannel();
+  await ch.assertQueue(queue, { exclusive: true });
+  for (const name of ['task-defined', 'task-pending', 'task-running'] as const) {
+    const exchange = queueExchangeName(config.exchangePrefix, name);
+    await ch.assertExchange(exchange, 'topic', { durable: true });
+    await ch.bindQueue(queue, exchange, '#');
+  }
+  const got: Array<{ exchange: string; taskId: string }> = [];
+  await ch.consume(queue, (m) => {
+    if (m) got.push({ exchange: m.fields.exchange.slice(config.exchangePrefix.length), taskId: JSON.parse(m.content.toString()).status.taskId });
+  }, { noAck: true });
+
+  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined }));
+  await eventually(async () => got.length === 1202 && (await outboxCount()) === 0, 'every message published', 30_000);
+  await relay.stop();
+  const at = (exchange: string, taskId: string) => got.findIndex((m) => m.exchange.endsWith(exchange) && m.taskId === taskId);
+  // each later message went out in the first batch, ahead of the lane's 1,198 other messages, its task-defined first
+  assert.ok(at('task-running', running) < 4 && at('task-pending', pendingTask) < 4, JSON.stringify(got.slice(0, 6)));
+  assert.ok(at('task-defined', running) < at('task-running', running));
+  assert.ok(at('task-defined', pendingTask) < at('task-pending', pendingTask));
+  // and every task's task-defined message went out once
+  const defined = got.filter((m) => m.exchange.endsWith('task-defined')).map((m) => m.taskId);
+  assert.deepEqual([...defined].sort(), [...taskIds].sort());
 });

@@ -4,7 +4,7 @@ import type pg from 'pg';
  * Tables a background process empties on its own: only their sequence counts (the relay deletes published
  * outbox rows, so a row a refused request wrote could be gone before anyone looks; its id could not).
  */
-const DRAINED = new Set(['outbox']);
+const DRAINED = new Set(['outbox', 'outbox_deferred']);
 
 async function tableNames(pool: pg.Pool): Promise<string[]> {
   const { rows } = await pool.query<{ name: string }>(`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`);
@@ -66,7 +66,7 @@ export async function databaseSettled(pool: pg.Pool, timeoutMs = 30_000): Promis
   for (;;) {
     await new Promise((r) => setTimeout(r, 300));
     const now = await databaseFingerprint(pool);
-    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM outbox');
+    const { rows } = await pool.query<{ n: number }>('SELECT ((SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred))::int AS n');
     if (rows[0].n === 0 && JSON.stringify(now) === JSON.stringify(last)) return now;
     if (Date.now() > deadline) throw new Error('the database did not settle');
     last = now;

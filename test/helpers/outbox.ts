@@ -2,8 +2,15 @@ import type pg from 'pg';
 import type { Config } from '../../src/config.js';
 import { outboxMessage, type OutboxRow } from '../../src/exchanges/relay.js';
 
-/** The outbox as the relay would publish it (rows written for rendering are rendered), in id order. */
+/**
+ * The outbox as the relay would publish it (rows written for rendering are rendered): its deferred lane (a graph's
+ * task-defined messages) first, then the outbox, each in id order. Every task's deferred message goes out ahead of
+ * its other messages, so this is each task's order.
+ */
 export async function renderedOutbox(pool: pg.Pool, config: Config) {
-  const { rows } = await pool.query<OutboxRow>('SELECT id, message_id, exchange, routing_key, cc, payload, render FROM outbox ORDER BY id');
+  const { rows } = await pool.query<OutboxRow>(
+    `SELECT * FROM (SELECT id, message_id, '' AS exchange, '' AS routing_key, '{}'::text[] AS cc, payload, render, true AS deferred FROM outbox_deferred
+                    UNION ALL SELECT id, message_id, exchange, routing_key, cc, payload, render, false FROM outbox) m ORDER BY deferred DESC, id`,
+  );
   return rows.map((row) => outboxMessage(config, row));
 }

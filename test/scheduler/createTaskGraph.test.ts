@@ -16,7 +16,7 @@ after(async () => {
 async function rowCounts() {
   const { rows } = await t.db.pool.query<{ tasks: number; graphs: number; nodes: number; outbox: number }>(
     `SELECT (SELECT count(*) FROM tasks) AS tasks, (SELECT count(*) FROM task_graphs) AS graphs,
-            (SELECT count(*) FROM graph_nodes) AS nodes, (SELECT count(*) FROM outbox) AS outbox`,
+            (SELECT count(*) FROM graph_nodes) AS nodes, (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS outbox`,
   );
   return rows[0];
 }

@@ -23,7 +23,7 @@ after(async () => {
 async function rowCounts() {
   const { rows } = await t.db.pool.query<{ tasks: number; graphs: number; nodes: number; outbox: number }>(
     `SELECT (SELECT count(*) FROM tasks) AS tasks, (SELECT count(*) FROM task_graphs) AS graphs,
-            (SELECT count(*) FROM graph_nodes) AS nodes, (SELECT count(*) FROM outbox) AS outbox`,
+            (SELECT count(*) FROM graph_nodes) AS nodes, (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS outbox`,
   );
   return rows[0];
 }
@@ -85,7 +85,7 @@ test('a graph larger than a chunk, naming labels before they are defined, with i
     assert.equal(task.definition.payload.ref, taskIdOf.get(`n${(i + n / 2) % n}`));
   }
   const { rows: messages } = await t.db.pool.query<{ routing: string; message_id: string }>(
-    `SELECT payload->'row'->>'routing' AS routing, message_id FROM outbox WHERE render = 'task-defined' AND payload->'row'->>'task_group_id' = $1`,
+    `SELECT payload->'row'->>'routing' AS routing, message_id FROM outbox_deferred WHERE render = 'task-defined' AND payload->'row'->>'task_group_id' = $1`,
     [id],
   );
   assert.equal(messages.length, n, 'one task-defined message a task');
