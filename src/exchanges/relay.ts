@@ -155,25 +155,27 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
   let wake: (() => void) | undefined;
   // A NOTIFY that arrives while a batch is being published must not be lost: it skips the next sleep.
   let notified = false;
-  // The deferred lane may hold rows: set when the relay becomes active, by its NOTIFY, and while a read of it is full.
+  // The deferred lane may hold rows: set when the relay becomes active, by its NOTIFY, while a read of it is full, and
+  // after a second without any NOTIFY.
   let deferredWaiting = true;
   let lockClient: DbSession | undefined;
   let amqpConnection: BusConnection | undefined;
   let channel: BusConfirmChannel | undefined;
 
+  /** Waits `ms` or until woken (a NOTIFY, a stop): true when the whole time passed. */
   const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
+    new Promise<boolean>((resolve) => {
       if (notified) {
         notified = false;
-        resolve();
+        resolve(false);
         return;
       }
-      const timer = setTimeout(done, ms);
-      function done() {
+      const timer = setTimeout(() => done(true), ms);
+      function done(timedOut = false) {
         clearTimeout(timer);
         notified = false;
         wake = undefined;
-        resolve();
+        resolve(timedOut);
       }
       wake = done;
     });
@@ -398,7 +400,9 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
             const spacing = startedAt + LOADED_SPACING_MS - performance.now();
             if (spacing > 0) await new Promise((resolve) => setTimeout(resolve, spacing));
           }
-          if (!more) await sleep(1000);
+          // A second without a NOTIFY: look at the deferred lane too, in case its NOTIFY was lost (the outbox's own
+          // backstop is this read; src/db/pool.ts notifyAfterCommit).
+          if (!more && (await sleep(1000))) deferredWaiting = true;
         } catch (err) {
           // The batch's rows stay in the outbox (and in its deferred lane): read from the start again.
           cursor.reset();
