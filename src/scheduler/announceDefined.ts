@@ -8,9 +8,10 @@ const CHUNK = 5000;
 /**
  * The task-defined message of each task of graph nodes idx `fromIdx` .. `toIdx`-1, written to the outbox's deferred
  * lane (migration 021) in the caller's transaction as the stored row for the relay to render (src/exchanges/relay.ts),
- * 5,000 nodes a statement: thousands of them must not hold up the messages written after them. For the graph intake: its tasks are written in chunks as the body arrives, and the graph's routing may
- * arrive after them, so their messages are made from the rows as they finally are, and the taskIds are read where
- * they are stored rather than held by the API. The message id is the one taskMessage gives a task-defined message.
+ * 5,000 nodes a statement: thousands of them must not hold up the messages written after them. For the graph
+ * intake: its tasks are written in chunks as the body arrives, and the graph's routing may arrive after them, so their
+ * messages are made from the rows as they finally are, and the taskIds are read where they are stored rather than
+ * held by the API. The message id is the one taskMessage gives a task-defined message.
  */
 export async function announceDefined(client: pg.PoolClient, taskGraphId: string, fromIdx: number, toIdx: number): Promise<void> {
   for (let from = fromIdx; from < toIdx; from += CHUNK) {
