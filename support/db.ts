@@ -3,13 +3,14 @@ import { randomBytes } from 'node:crypto';
 import slugid from 'slugid';
 import { createPool, withTransaction } from '../src/db/pool.js';
 import { migrate } from '../src/db/migrate.js';
+import { UNPUBLISHED_COUNT } from '../src/exchanges/outbox.js';
 import { insertNewTasks } from '../src/queue/createTasks.js';
 import { validateTaskDefinition, type TaskDefinition } from '../src/queue/definition.js';
 import { fastTask } from './graphs.js';
 
 /** How many rows wait in the outbox and its deferred lane (the relay deletes each once RabbitMQ confirmed it). */
 export async function outboxCount(pool: Pick<pg.Pool, 'query'>): Promise<number> {
-  return Number((await pool.query<{ n: string }>('SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS n')).rows[0].n);
+  return Number((await pool.query<{ n: string }>(`SELECT ${UNPUBLISHED_COUNT} AS n`)).rows[0].n);
 }
 
 /** The Postgres server tests use (TGS_TEST_PG, else the local one); the database in it is created per test file. */

@@ -8,6 +8,8 @@ import slugid from 'slugid';
 import { Client, Connection } from '@temporalio/client';
 import { ROOT_CLIENT_ID } from '../../src/config.js';
 import { createPool } from '../../src/db/pool.js';
+import { UNPUBLISHED_COUNT } from '../../src/exchanges/outbox.js';
+import { outboxCount } from '../../support/db.js';
 import { migrate } from '../../src/db/migrate.js';
 import { ApiClient, TgsApiError } from '../../src/client/http.js';
 import { findTemporalCli, freePort } from '../../src/temporal/devServer.js';
@@ -192,7 +194,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         pool.query<{ open_graphs: number; open_tasks: number; outbox: number }>(
           `SELECT (SELECT count(*) FROM task_graphs WHERE state = 'running') AS open_graphs,
                   (SELECT count(*) FROM tasks WHERE state IN ('pending', 'running')) AS open_tasks,
-                  (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS outbox`,
+                  ${UNPUBLISHED_COUNT} AS outbox`,
         ),
       );
       // a loop, not Math.max(...): a full run sees ~150,000 message ids, past the arguments a call can take
@@ -214,7 +216,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     for (const r of (await pool.query<{ task_id: string; task_group_id: string; runs: TaskEnd['runs'] }>('SELECT task_id, task_group_id, runs FROM tasks WHERE task_group_id = ANY($1)', [graphIds])).rows) {
       tasks.set(r.task_id, { taskId: r.task_id, graphId: r.task_group_id, runs: r.runs });
     }
-    const outboxRows = Number((await pool.query('SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS n')).rows[0].n);
+    const outboxRows = await outboxCount(pool);
     const connection = await Connection.connect({ address: temporal.address });
     const runningWorkflows = new Set<string>();
     for await (const wf of new Client({ connection }).workflow.list({ query: `ExecutionStatus = 'Running'` })) {

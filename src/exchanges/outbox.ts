@@ -5,6 +5,8 @@ import { notifyAfterCommit, prepared, type Queryable } from '../db/pool.js';
 export const OUTBOX_CHANNEL = 'tgs_outbox';
 /** The channel of the outbox's deferred lane (outbox_deferred, migration 021): notified once its rows have committed. */
 export const DEFERRED_CHANNEL = 'tgs_outbox_deferred';
+/** An SQL expression: the messages the relay has not published yet, in the outbox and its deferred lane. */
+export const UNPUBLISHED_COUNT = '((SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred))';
 
 export interface OutboxMessage {
   /** Full exchange name, prefix included (see queueExchangeName and schedulerExchangeName in exchanges.ts). */

@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import { connectSession, createPool, prepared, type DbSession } from '../db/pool.js';
 import { connectBus, sendTogether, type BusConfirmChannel, type BusConnection } from './bus.js';
 import { declareExchanges } from './declare.js';
-import { DEFERRED_CHANNEL, OUTBOX_CHANNEL } from './outbox.js';
+import { DEFERRED_CHANNEL, OUTBOX_CHANNEL, UNPUBLISHED_COUNT } from './outbox.js';
 import { MAX_GAPS, OutboxCursor, type OutboxReadPlan } from './outboxCursor.js';
 import type { QueueExchange } from './exchanges.js';
 import { taskMessage } from '../queue/messages.js';
@@ -57,6 +57,8 @@ export interface OutboxRow {
 }
 
 const OUTBOX_COLUMNS = 'id, message_id, exchange, routing_key, cc, payload, render';
+/** The deferred lane's rows as OutboxRow's columns (they are all rendered: no exchange, key or cc of their own). */
+export const DEFERRED_COLUMNS = `id, message_id, '' AS exchange, '' AS routing_key, '{}'::text[] AS cc, payload, render`;
 
 /**
  * The first row of every read's answer (its id is NULL): what the read's snapshot saw, for the cursor
@@ -82,8 +84,8 @@ const READ_HEADER = `SELECT NULL::bigint AS id, NULL::text AS message_id, NULL::
 const readAnswer = (rows: string) => `WITH r AS MATERIALIZED (${rows})
   ${READ_HEADER}
   UNION ALL SELECT ${OUTBOX_COLUMNS}, NULL, NULL, NULL, false FROM r
-  UNION ALL SELECT d.id, d.message_id, '', '', '{}', d.payload, d.render, NULL, NULL, NULL, true FROM outbox_deferred d
-    WHERE d.task_id IN (SELECT COALESCE(r.payload->'row'->>'task_id', r.payload->'status'->>'taskId') FROM r)`;
+  UNION ALL SELECT ${DEFERRED_COLUMNS}, NULL, NULL, NULL, true FROM outbox_deferred
+    WHERE task_id IN (SELECT COALESCE(r.payload->'row'->>'task_id', r.payload->'status'->>'taskId') FROM r)`;
 
 /** The first BATCH rows by id (the read after a reset, or every read if the cursor cannot be used). */
 const FULL_READ = readAnswer(`SELECT ${OUTBOX_COLUMNS} FROM outbox ORDER BY id LIMIT ${BATCH}`);
@@ -104,8 +106,7 @@ export const CURSOR_READ = readAnswer(`SELECT ${OUTBOX_COLUMNS} FROM (
       ORDER BY id LIMIT ${BATCH}) w`);
 
 /** The deferred lane's first BATCH rows, published between the outbox's batches. */
-const DEFERRED_READ = `SELECT id, message_id, '' AS exchange, '' AS routing_key, '{}'::text[] AS cc, payload, render, true AS deferred
-  FROM outbox_deferred ORDER BY id LIMIT ${BATCH}`;
+const DEFERRED_READ = `SELECT ${DEFERRED_COLUMNS}, true AS deferred FROM outbox_deferred ORDER BY id LIMIT ${BATCH}`;
 
 /** Deletes the outbox rows $1 and the deferred lane's rows $2 (published and confirmed). */
 export const OUTBOX_DELETE = 'WITH d AS (DELETE FROM outbox_deferred WHERE id = ANY($2)) DELETE FROM outbox WHERE id = ANY($1)';
@@ -290,7 +291,7 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
         stats.reconnects++;
         if (!amqpOutage.down) {
           const { rows } = await pool
-            .query<{ n: number }>('SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS n')
+            .query<{ n: number }>(`SELECT ${UNPUBLISHED_COUNT} AS n`)
             .catch(() => ({ rows: [{ n: -1 }] }));
           amqpOutage.failed(err, `${rows[0].n} message(s) waiting in the outbox`);
         } else {

@@ -2,6 +2,7 @@ import client from 'prom-client';
 import type pg from 'pg';
 import { logger } from '../log.js';
 import { isPendingSql } from '../queue/taskRow.js';
+import { UNPUBLISHED_COUNT } from '../exchanges/outbox.js';
 
 /**
  * Every tgs metric, in one registry per process: `tgs dev` runs API, relay, bridge and scheduler worker in
@@ -143,7 +144,7 @@ function readOutbox(): Promise<{ n: number; oldest: number } | undefined> {
     for (const pool of outboxPools.values()) {
       // The oldest row by primary key (one index probe), the count by a scan of the backlog only.
       const read = await timed('the outbox', pool.query<{ n: string; oldest: number | null }>(
-        `SELECT (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS n,
+        `SELECT ${UNPUBLISHED_COUNT} AS n,
                 GREATEST((SELECT extract(epoch FROM now() - created)::float8 FROM outbox ORDER BY id LIMIT 1),
                          (SELECT extract(epoch FROM now() - created)::float8 FROM outbox_deferred ORDER BY id LIMIT 1)) AS oldest`,
       ));

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { outboxCount } from '../../support/db.js';
 
 /**
  * Tables a background process empties on its own: only their sequence counts (the relay deletes published
@@ -66,8 +67,7 @@ export async function databaseSettled(pool: pg.Pool, timeoutMs = 30_000): Promis
   for (;;) {
     await new Promise((r) => setTimeout(r, 300));
     const now = await databaseFingerprint(pool);
-    const { rows } = await pool.query<{ n: number }>('SELECT ((SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred))::int AS n');
-    if (rows[0].n === 0 && JSON.stringify(now) === JSON.stringify(last)) return now;
+    if ((await outboxCount(pool)) === 0 && JSON.stringify(now) === JSON.stringify(last)) return now;
     if (Date.now() > deadline) throw new Error('the database did not settle');
     last = now;
   }

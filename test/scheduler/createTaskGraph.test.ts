@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { graphOf, fastTask } from '../../support/graphs.js';
+import { UNPUBLISHED_COUNT } from '../../src/exchanges/outbox.js';
 
 // No Temporal here: these tests cover what is refused before any workflow would start.
 let t: TestApi;
@@ -16,7 +17,7 @@ after(async () => {
 async function rowCounts() {
   const { rows } = await t.db.pool.query<{ tasks: number; graphs: number; nodes: number; outbox: number }>(
     `SELECT (SELECT count(*) FROM tasks) AS tasks, (SELECT count(*) FROM task_graphs) AS graphs,
-            (SELECT count(*) FROM graph_nodes) AS nodes, (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS outbox`,
+            (SELECT count(*) FROM graph_nodes) AS nodes, ${UNPUBLISHED_COUNT} AS outbox`,
   );
   return rows[0];
 }

@@ -9,6 +9,7 @@ import { createTaskGraph } from '../../src/scheduler/createTaskGraph.js';
 import { graphHash } from '../../src/scheduler/graphHash.js';
 import { GraphIntake, INTAKE_CHUNK, readGraphBody } from '../../src/scheduler/graphIntake.js';
 import { TASK_BODY_LIMIT } from '../../src/api/bodyLimits.js';
+import { UNPUBLISHED_COUNT } from '../../src/exchanges/outbox.js';
 
 // The streamed intake: nodes validated and written in chunks as the body arrives. No Temporal here (a create
 // through the API stores the graph and then answers 503); the direct calls cover what is stored.
@@ -23,7 +24,7 @@ after(async () => {
 async function rowCounts() {
   const { rows } = await t.db.pool.query<{ tasks: number; graphs: number; nodes: number; outbox: number }>(
     `SELECT (SELECT count(*) FROM tasks) AS tasks, (SELECT count(*) FROM task_graphs) AS graphs,
-            (SELECT count(*) FROM graph_nodes) AS nodes, (SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred) AS outbox`,
+            (SELECT count(*) FROM graph_nodes) AS nodes, ${UNPUBLISHED_COUNT} AS outbox`,
   );
   return rows[0];
 }
