@@ -1,7 +1,8 @@
 // Where one graph's time goes, event by event: the throughput scenario's graph (1 → n-2 → 1) run on the bench's
 // stack (the tgs processes as deployed, bench/stack.ts) `rounds` times, each after bench/settle.ts's VACUUM (ANALYZE);
 // the first round warms the processes up. Each round prints its phases (submit, the root's report, the second report
-// — the dispatch of the middle — the median and the last report) and CPU per task per process; the last round also
+// — the dispatch of the middle — the median and the last report) and CPU per task per process, in all and up to the
+// submit's answer; the last round also
 // prints its workflow's history, each event in seconds after the submit began: when the workflow started, each
 // loadNodes page, each signal of resolutions and the workflow task that took it, each dispatch (a local activity
 // marker, recorded when its workflow task completes). `layered` runs the scale scenario's shape instead (tasks / 1,000
@@ -28,10 +29,17 @@ try {
     await settle(stack);
     const cpuBefore = cpuSnapshot(stack.processNames());
     const startedAt = Date.now();
-    const result = await graphRun(stack, layered ? layeredGraph(Math.round(tasks / 1000), 1000, 'timeline').graph : fanGraph(), 16, 'timeline', { batchReports: true });
+    // the submit's share of the CPU (the API's intake and its inserts), read when the PUT answered
+    let submitCpu: ReturnType<typeof cpuSince> | undefined;
+    const onSubmitted = () => {
+      submitCpu = cpuSince(cpuBefore, cpuSnapshot(stack.processNames()), tasks);
+    };
+    const graph = layered ? layeredGraph(Math.round(tasks / 1000), 1000, 'timeline').graph : fanGraph();
+    const result = await graphRun(stack, graph, 16, 'timeline', { batchReports: true, onSubmitted });
     const cpu = cpuSince(cpuBefore, cpuSnapshot(stack.processNames()), tasks);
     console.log(`round ${round}: ${Math.round(tasks / result.finishS)} tasks/s, phases ${JSON.stringify(result.phases)}`);
     console.log(`  CPU ms per task ${JSON.stringify(cpu)}`);
+    console.log(`  of which the submit ${JSON.stringify(submitCpu)}`);
     if (round < rounds) continue;
     const runs: string[] = [];
     for await (const execution of stack.client.workflow.list({ query: `WorkflowId = '${workflowIdFor(result.id)}'` })) runs.unshift(execution.runId);

@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { queueExchangeName, taskRoutingKey, tgsExchangeName, type QueueExchange } from '../exchanges/exchanges.js';
 import type { OutboxMessage } from '../exchanges/outbox.js';
-import { validateInput } from '../api/validate.js';
+import { assertMatches } from '../api/validate.js';
 import { taskStatus, TASK_COLUMNS, type TaskRow } from './taskRow.js';
 
 const messageSchema = {
@@ -58,7 +58,7 @@ export function taskMessage(config: Config, exchange: QueueExchange, row: TaskRo
     ...(exchange === 'task-running' && run?.takenUntil ? { takenUntil: run.takenUntil } : {}),
     task: { tags: row.tags ?? {} },
   };
-  validateInput(messageSchema, payload, 'message');
+  assertMatches(messageSchema, payload, 'message');
   return {
     exchange: queueExchangeName(config.exchangePrefix, exchange),
     ...taskRouting(row, runId, claimed ? run : undefined),

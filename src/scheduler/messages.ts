@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { graphRoutingKey, schedulerExchangeName, type SchedulerExchange } from '../exchanges/exchanges.js';
 import type { OutboxMessage } from '../exchanges/outbox.js';
-import { validateInput } from '../api/validate.js';
+import { assertMatches } from '../api/validate.js';
 import { graphStatusSchema } from './graphSchema.js';
 import type { GraphState } from '../workflows/contract.js';
 
@@ -33,7 +33,7 @@ export function graphMessage(
     taskCount: graph.taskCount,
     ...(exchange === 'task-graph-blocked' && blockedBy.length > 0 ? { taskId: blockedBy[0], blockedBy: blockedBy.slice(0, 100) } : {}),
   };
-  validateInput(graphMessageSchema, payload, 'message');
+  assertMatches(graphMessageSchema, payload, 'message');
   return {
     exchange: schedulerExchangeName(config.exchangePrefix, exchange),
     routingKey: graphRoutingKey(graph.schedulerId, graph.taskGraphId, graph.routing),

@@ -88,6 +88,16 @@ test('expansion is cached per assume set and unchanged on a second call; other s
   assert.deepEqual(first, normalizeScopes(['assume:project:x', 'Px', 'q']));
 });
 
+test('a remembered expansion is answered as a new array each time, and scope sets are told apart exactly', () => {
+  const expander = new ScopeExpander(roles({ anonymous: ['A'], 'project:*': ['P<..>'] }));
+  const first = expander.expand(['assume:anonymous', 'assume:project:x']);
+  first.push('mutated');
+  assert.deepEqual(expander.expand(['assume:anonymous', 'assume:project:x']), normalizeScopes(['assume:anonymous', 'A', 'assume:project:x', 'Px']));
+  // joined with a newline these two sets would be one key
+  assert.deepEqual(expander.expand(['assume:project:x\nassume:anonymous']), normalizeScopes(['assume:project:x\nassume:anonymous', 'Px\nassume:anonymous']));
+  assert.deepEqual(expander.expand(['assume:project:x', 'assume:anonymous']), normalizeScopes(['assume:anonymous', 'A', 'assume:project:x', 'Px']));
+});
+
 test('expansion is a closure: expanding its result again adds nothing (property; the authenticator expands once)', () => {
   // role ids and scopes over a small alphabet, so roles assume each other, prefix roles take parameters and star
   // scopes cover others; role sets validateRoles refuses (cycles) are skipped, as they cannot be stored

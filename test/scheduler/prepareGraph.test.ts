@@ -38,3 +38,41 @@ test('the CLI keeps a label named "__proto__" when it adds task defaults', () =>
   assert.deepEqual(Object.keys(out), ['__proto__']);
   assert.equal(Object.getPrototypeOf(out), Object.prototype);
 });
+
+test('a node is validated on its own copy: the graph as given is left as it was, defaults and all', () => {
+  const node = { requires: [], reruns: 0, task: task({ nested: { a: [1, { $subs: 'taskId:b' }] } }) };
+  const given = JSON.stringify(node);
+  const prepare = () =>
+    prepareNode({
+      config: loadConfig({}), taskGraphId: 'MsnEZT30SZylVJzK3pRaDg', graphRouting: 'r', label: 'a', node, taskId: 'AAAAAAAAQAqAAAAAAAAAAA',
+      taskIdOf: () => 'PRvFxk4ZQpuq3Tn4MGyW9A', onSubs: () => undefined, now: new Date('2030-01-01T00:00:00Z'),
+    });
+  const first = prepare();
+  assert.ok('definition' in first, JSON.stringify(first));
+  // validation filled defaults into the definition (scopes, tags, ...) but not into the node
+  assert.deepEqual(first.definition.scopes, []);
+  assert.equal(JSON.stringify(node), given);
+  const second = prepare();
+  assert.ok('definition' in second);
+  assert.notEqual(second.definition.payload, first.definition.payload);
+  assert.deepEqual(second.definition, first.definition);
+});
+
+test('dates are read and written the same for every task that shares them, and an unreadable one is refused each time', () => {
+  const prepare = (fields: Record<string, string>) =>
+    prepareNode({
+      config: loadConfig({}), taskGraphId: 'MsnEZT30SZylVJzK3pRaDg', graphRouting: '', label: 'a', node: { requires: [], reruns: 0, task: { ...task({}), ...fields } },
+      taskId: 'AAAAAAAAQAqAAAAAAAAAAA', taskIdOf: () => 'PRvFxk4ZQpuq3Tn4MGyW9A', onSubs: () => undefined, now: new Date('2030-01-01T00:00:00Z'),
+    });
+  for (let i = 0; i < 3; i++) {
+    const offset = prepare({ created: '2030-01-01T01:00:00+01:00', deadline: '2030-01-01T12:00:00.5Z', expires: '2030-06-01T00:00:00Z' });
+    assert.ok('definition' in offset, JSON.stringify(offset));
+    assert.deepEqual([offset.definition.created, offset.definition.deadline, offset.definition.expires], ['2030-01-01T00:00:00.000Z', '2030-01-01T12:00:00.500Z', '2030-06-01T00:00:00.000Z']);
+    const defaulted = prepare({ deadline: '2030-01-01T12:00:00.5Z' });
+    assert.ok('definition' in defaulted);
+    assert.equal(defaulted.definition.expires, '2031-01-01T12:00:00.500Z');
+    const leap = prepare({ deadline: '2030-06-30T23:59:60Z' });
+    assert.ok('errors' in leap);
+    assert.match(leap.errors.join('\n'), /task\.deadline "2030-06-30T23:59:60Z" is not a date tgs can read/);
+  }
+});
