@@ -74,8 +74,8 @@ const ONE_YEAR = 365 * 24 * 60 * 60 * 1000;
 /**
  * A date of a definition as read (ms since the epoch, NaN when Date cannot read it) and as stored (ISO), by its
  * text: a graph's tasks mostly share their created, deadline and expires, and parsing and formatting them for
- * each task again took about 2 µs of the 18-20 µs a graph's node cost to prepare (docs/benchmarks.md). Bounded:
- * cleared when full.
+ * each task again took 1.4 µs of the 19.3 µs a graph's node cost to prepare (medians, docs/benchmarks.md).
+ * Bounded: cleared when full.
  */
 const dates = new Map<string, { ms: number; iso: string | undefined }>();
 function readDate(text: string): { ms: number; iso: string | undefined } {
@@ -97,7 +97,7 @@ export function validateTaskDefinition(input: unknown, taskId: string, now: Date
   if (typeof input !== 'object' || input === null || Array.isArray(input)) return { errors: ['the task definition must be an object'] };
   // Taskcluster's taskQueueId is accepted in place of provisionerId/workerType. Validation fills defaults in place,
   // so it works on a copy. Measured: skipping the copy for a graph's nodes (already copied by their substitution)
-  // made each node 10 µs slower to prepare (27.8-31.2 µs against 16.8-19.5), validation itself slower on the
+  // made each node about 10 µs slower to prepare (26.5-31.2 µs against 16.8-18.8), validation itself slower on the
   // uncloned objects; structuredClone's copies are kept.
   let candidate = structuredClone(input) as Record<string, unknown>;
   if (typeof candidate.taskQueueId === 'string') {
