@@ -5,9 +5,7 @@ import { applyChange } from './applyChange.js';
 import { taskMessage } from './messages.js';
 import { addPendingRun, type TaskRow, type TaskStatus } from './taskRow.js';
 import { isResolved } from '../taskStates.js';
-
-/** Taskcluster allows at most 50 runs of a task. */
-export const MAX_RUNS = 50;
+import { MAX_RUNS } from './run.js';
 
 /** Why a task cannot be rerun, or undefined when it can (or when rerunning it is a no-op). */
 export function rerunRefusal(row: TaskRow, now: Date): string | undefined {

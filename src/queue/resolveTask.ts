@@ -7,9 +7,9 @@ import { reportsPerStatement } from '../observability/metrics.js';
 import { OUTBOX_CHANNEL, outboxInsert, outboxRows, type OutboxMessage } from '../exchanges/outbox.js';
 import { resolutionMessage, resolutionMessagesInsert, taskMessage } from './messages.js';
 import { PENDING_CHANNEL } from './notify.js';
-import { MAX_RUNS } from './rerunTasks.js';
+import { MAX_RUNS } from './run.js';
 import type { GroupAnnouncer } from './groupAnnouncer.js';
-import { addPendingRun, loadTask, loadTasks, resolveLatestRun, saveTasks, taskStatus, TASK_COLUMNS, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
+import { addPendingRun, loadTask, loadTasks, mayRetry, resolveLatestRun, saveTasks, taskStatus, TASK_COLUMNS, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
 
 export const EXCEPTION_REASONS = ['worker-shutdown', 'malformed-payload', 'resource-unavailable', 'internal-error', 'intermittent-task'] as const;
 
@@ -197,7 +197,7 @@ function planReport(config: Config, row: TaskRow | undefined, taskId: string, ru
   const readRuns = row.runs;
   resolveLatestRun(row, state, reasonResolved, now);
   const messages: OutboxMessage[] = [resolutionMessage(config, row, runId)];
-  if (retries(state, reason) && row.retries_left > 0) {
+  if (retries(state, reason) && mayRetry(row)) {
     row.retries_left--;
     const retry = addPendingRun(row, reason === 'worker-shutdown' ? 'retry' : 'task-retry', now);
     messages.push(taskMessage(config, 'task-pending', row, retry.runId));

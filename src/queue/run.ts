@@ -14,3 +14,6 @@ export interface RunOf<State extends string> {
   started?: string;
   resolved?: string;
 }
+
+/** Taskcluster allows at most 50 runs of a task (runIds 0 to 49). */
+export const MAX_RUNS = 50;

@@ -5,7 +5,7 @@ import { applyChange } from './applyChange.js';
 import { announceResolvedGroups } from './taskGroups.js';
 import { deleteExpiredClients } from '../auth/clients.js';
 import { resolutionMessage, taskMessage } from './messages.js';
-import { addPendingRun, isUnresolvedSql, resolveLatestRun } from './taskRow.js';
+import { addPendingRun, isUnresolvedSql, mayRetry, resolveLatestRun } from './taskRow.js';
 import { isResolved } from '../taskStates.js';
 import type { OutboxMessage } from '../exchanges/outbox.js';
 import { OutageLog } from '../outageLog.js';
@@ -31,7 +31,7 @@ export function expireClaims(pool: pg.Pool, config: Config): Promise<number> {
     const now = new Date();
     const run = resolveLatestRun(row, 'exception', 'claim-expired', now);
     const messages: OutboxMessage[] = [resolutionMessage(config, row, run.runId)];
-    if (row.retries_left > 0 && row.deadline > now) {
+    if (mayRetry(row) && row.deadline > now) {
       row.retries_left--;
       const retry = addPendingRun(row, 'retry', now);
       messages.push(taskMessage(config, 'task-pending', row, retry.runId));

@@ -1,6 +1,6 @@
 import { anyOf, prepared, type Queryable } from '../db/pool.js';
 import { isResolved, type TaskState } from '../taskStates.js';
-import type { RunOf } from './run.js';
+import { MAX_RUNS, type RunOf } from './run.js';
 
 export type RunState = Exclude<TaskState, 'unscheduled'>;
 
@@ -125,6 +125,15 @@ export async function saveTasks(db: Queryable, rows: TaskRow[]): Promise<void> {
 }
 
 /** Appends a pending run. */
+/**
+ * Whether a resolution of the latest run may retry it (a new run, reasonCreated retry / task-retry): retries are
+ * left and the task is under Taskcluster's 50 runs. A rerun gives the retries back, so they alone do not bound
+ * the runs: without the second check a rerun task's retries made a 51st run (runId 50), which no message may name.
+ */
+export function mayRetry(row: TaskRow): boolean {
+  return row.retries_left > 0 && row.runs.length < MAX_RUNS;
+}
+
 export function addPendingRun(row: TaskRow, reasonCreated: Run['reasonCreated'], now: Date): Run {
   const run: Run = { runId: row.runs.length, state: 'pending', reasonCreated, scheduled: now.toISOString() };
   row.runs = [...row.runs, run];

@@ -15,6 +15,8 @@ import { resolutionMessage } from '../../src/queue/messages.js';
 import { resolveRun, resolveRuns } from '../../src/queue/resolveTask.js';
 import { loadTask, resolveLatestRun, taskStatus, type TaskRow } from '../../src/queue/taskRow.js';
 import { outboxMessage, type OutboxRow } from '../../src/exchanges/relay.js';
+import { expireClaims } from '../../src/queue/sweeps.js';
+import { MAX_RUNS } from '../../src/queue/run.js';
 import { reportsPerStatement } from '../../src/observability/metrics.js';
 
 const config = loadConfig({});
@@ -94,6 +96,50 @@ test('reports the one statement does not fit still get their answers: the same r
     ['pending', 'retry', undefined],
   ]);
   assert.equal(status.retriesLeft, 1);
+});
+
+/**
+ * A claimed task moved to its 50th run (runId 49) with retries left, as a rerun leaves it (a rerun gives the retries
+ * back): 49 runs resolved worker-shutdown before it.
+ */
+async function claimedAtLastRun(pool: pg.Pool, workerType: string, takenUntil?: Date): Promise<TaskRow> {
+  const task = await claimedTask(pool, workerType);
+  const earlier = Array.from({ length: MAX_RUNS - 1 }, (_, runId) => ({
+    ...task.runs[0], runId, state: 'exception', reasonCreated: runId === 0 ? 'scheduled' : 'retry', reasonResolved: 'worker-shutdown', resolved: task.runs[0].scheduled,
+  }));
+  const last = { ...task.runs[0], runId: MAX_RUNS - 1, reasonCreated: 'rerun', ...(takenUntil ? { takenUntil: takenUntil.toISOString() } : {}) };
+  await pool.query('UPDATE tasks SET runs = $2::jsonb, retries_left = 3, taken_until = coalesce($3, taken_until) WHERE task_id = $1', [
+    task.task_id, JSON.stringify([...earlier, last]), takenUntil ?? null,
+  ]);
+  return (await loadTask(pool, task.task_id)) as TaskRow;
+}
+
+test('a run that would be the 51st is not made: at 50 runs a retrying exception or an expired claim resolves the task', async () => {
+  const reported = await claimedAtLastRun(db.pool, 'rr-max');
+  const status = await resolveRun(db.pool, config, groups, reported.task_id, MAX_RUNS - 1, 'exception', 'worker-shutdown');
+  assert.equal(status.state, 'exception');
+  assert.equal(status.runs.length, MAX_RUNS);
+  assert.equal(status.retriesLeft, 3, 'no retry was used');
+  // in a batch, next to a report of another task: each answered
+  const [inBatch, other] = [await claimedAtLastRun(db.pool, 'rr-max'), await claimedTask(db.pool, 'rr-max')];
+  const results = await resolveRuns(db.pool, config, groups, [
+    { taskId: inBatch.task_id, runId: MAX_RUNS - 1, outcome: 'exception', reason: 'intermittent-task' },
+    { taskId: other.task_id, runId: 0, outcome: 'completed' },
+  ]);
+  assert.deepEqual(results.map((r) => ('error' in r ? r.error.code : r.status.state)), ['exception', 'completed']);
+  // the claim-expiry sweep, with a task it still retries in the same pass
+  const past = new Date(Date.now() - 60_000);
+  const expired = await claimedAtLastRun(db.pool, 'rr-max-expired', past);
+  const retried = await claimedTask(db.pool, 'rr-max-expired');
+  await db.pool.query('UPDATE tasks SET taken_until = $2 WHERE task_id = $1', [retried.task_id, past]);
+  assert.equal(await expireClaims(db.pool, config), 2);
+  const [expiredAfter, retriedAfter] = [(await loadTask(db.pool, expired.task_id)) as TaskRow, (await loadTask(db.pool, retried.task_id)) as TaskRow];
+  assert.deepEqual([expiredAfter.state, expiredAfter.runs.length, expiredAfter.runs.at(-1)?.reasonResolved], ['exception', MAX_RUNS, 'claim-expired']);
+  assert.deepEqual([retriedAfter.state, retriedAfter.runs.length], ['pending', 2]);
+  // every message written about them renders
+  for (const task of [reported, inBatch, expired]) {
+    for (const row of await outboxRowsOf(db.pool, task.task_id)) assert.ok(outboxMessage(config, row).payload);
+  }
 });
 
 test('a batch of distinct tasks the one statement fits: the items it does not write are answered the other way, in order', async () => {
