@@ -183,7 +183,7 @@ type ReportPlan =
  * The checks and the change of one report, on a row as read (changed in place when there is a write).
  * Reporting the same result again changes nothing; anything else on a run that is not running is a 409.
  * worker-shutdown and intermittent-task retry the task (new run, reasonCreated retry / task-retry) while
- * retries are left.
+ * retries are left and it has fewer than 50 runs (mayRetry).
  */
 function planReport(config: Config, row: TaskRow | undefined, taskId: string, runId: number, state: Outcome, reason: string | undefined, now: Date): ReportPlan {
   if (!row) throw new TgsError('ResourceNotFound', `task ${taskId} not found`);

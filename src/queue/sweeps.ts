@@ -24,7 +24,10 @@ async function sweep(pool: pg.Pool, config: Config, where: string, change: Param
   });
 }
 
-/** Claim expiry: a running run whose takenUntil passed → exception claim-expired, retried while retries last. */
+/**
+ * Claim expiry: a running run whose takenUntil passed → exception claim-expired, retried while retries last, the
+ * deadline has not passed and the task has fewer than 50 runs (mayRetry).
+ */
 export function expireClaims(pool: pg.Pool, config: Config): Promise<number> {
   return sweep(pool, config, `state = 'running' AND taken_until < now()`, (row) => {
     if (row.state !== 'running') return undefined;
