@@ -56,7 +56,8 @@ export interface OutboxRow {
   deferred?: boolean;
 }
 
-const OUTBOX_COLUMNS = 'id, message_id, exchange, routing_key, cc, payload, render';
+/** The outbox's columns as OutboxRow has them. */
+export const OUTBOX_COLUMNS = 'id, message_id, exchange, routing_key, cc, payload, render';
 /** The deferred lane's rows as OutboxRow's columns (they are all rendered: no exchange, key or cc of their own). */
 export const DEFERRED_COLUMNS = `id, message_id, '' AS exchange, '' AS routing_key, '{}'::text[] AS cc, payload, render`;
 

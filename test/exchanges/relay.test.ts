@@ -21,6 +21,7 @@ import { testIssuer } from '../../support/issuer.js';
 import { claimPending } from '../../src/queue/claimWork.js';
 import { taskMessage } from '../../src/queue/messages.js';
 import { loadTask, TASK_COLUMNS } from '../../src/queue/taskRow.js';
+import { deferredDefinedInsert } from '../../src/scheduler/announceDefined.js';
 
 let db: TestDatabase;
 let config: Config;
@@ -343,12 +344,7 @@ test("a graph's task-defined messages wait in the deferred lane; a later message
   // 1,200 tasks whose task-defined messages are in the deferred lane, as a graph's submit leaves them
   const taskIds = await insertPendingTasks(db.pool, 1200, `lane-${randomBytes(3).toString('hex')}`);
   await db.pool.query('DELETE FROM outbox');
-  await db.pool.query(
-    `INSERT INTO outbox_deferred (task_id, message_id, payload, render)
-     SELECT c.task_id, c.task_id || '/_/task-defined/' || jsonb_array_length(c.runs), jsonb_build_object('row', to_jsonb(c)), 'task-defined'
-     FROM (SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = ANY($1)) c ORDER BY array_position($1, c.task_id)`,
-    [taskIds],
-  );
+  await db.pool.query(deferredDefinedInsert(`SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = ANY($1) ORDER BY array_position($1, task_id)`), [taskIds]);
   // then two later messages, of tasks whose task-defined messages lie deep in the lane: a claim's (a row written
   // for rendering) and one written whole
   const claimed = await claimPending(db.pool, config, testIssuer(), { provisionerId: 'tgs-test', workerType: (await loadTask(db.pool, taskIds[0]))!.worker_type, workerGroup: 'g', workerId: 'w', count: 1 });
@@ -377,11 +373,7 @@ test("a graph's task-defined messages wait in the deferred lane; a later message
   await eventually(async () => got.length === 1202 && (await outboxCount()) === 0, 'every message published', 30_000);
   // a lane row whose NOTIFY never came (written without one) still goes out: the relay looks at the lane after a
   // second without any NOTIFY
-  await db.pool.query(
-    `INSERT INTO outbox_deferred (task_id, message_id, payload, render)
-     SELECT c.task_id, 'lane-without-notify', jsonb_build_object('row', to_jsonb(c)), 'task-defined' FROM (SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = $1) c`,
-    [taskIds[5]],
-  );
+  await db.pool.query(deferredDefinedInsert(`SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = $1`), [taskIds[5]]);
   const definedOf = (taskId: string) => got.filter((m) => m.exchange.endsWith('task-defined') && m.taskId === taskId).length;
   await eventually(async () => definedOf(taskIds[5]) === 2, 'the lane read without its NOTIFY', 10_000);
   await relay.stop();

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Config } from '../../src/config.js';
-import { DEFERRED_COLUMNS, outboxMessage, type OutboxRow } from '../../src/exchanges/relay.js';
+import { DEFERRED_COLUMNS, OUTBOX_COLUMNS, outboxMessage, type OutboxRow } from '../../src/exchanges/relay.js';
 
 /**
  * The outbox as the relay would publish it (rows written for rendering are rendered): its deferred lane (a graph's
@@ -10,7 +10,7 @@ import { DEFERRED_COLUMNS, outboxMessage, type OutboxRow } from '../../src/excha
 export async function renderedOutbox(pool: pg.Pool, config: Config) {
   const { rows } = await pool.query<OutboxRow>(
     `SELECT * FROM (SELECT ${DEFERRED_COLUMNS}, true AS deferred FROM outbox_deferred
-                    UNION ALL SELECT id, message_id, exchange, routing_key, cc, payload, render, false FROM outbox) m ORDER BY deferred DESC, id`,
+                    UNION ALL SELECT ${OUTBOX_COLUMNS}, false FROM outbox) m ORDER BY deferred DESC, id`,
   );
   return rows.map((row) => outboxMessage(config, row));
 }

@@ -14,7 +14,7 @@ import { validateTaskDefinition } from '../../src/queue/definition.js';
 import { resolutionMessage } from '../../src/queue/messages.js';
 import { resolveRun, resolveRuns } from '../../src/queue/resolveTask.js';
 import { loadTask, resolveLatestRun, taskStatus, type TaskRow } from '../../src/queue/taskRow.js';
-import { outboxMessage, type OutboxRow } from '../../src/exchanges/relay.js';
+import { OUTBOX_COLUMNS, outboxMessage, type OutboxRow } from '../../src/exchanges/relay.js';
 import { expireClaims } from '../../src/queue/sweeps.js';
 import { MAX_RUNS } from '../../src/queue/run.js';
 import { reportsPerStatement } from '../../src/observability/metrics.js';
@@ -49,7 +49,7 @@ async function claimedTask(pool: pg.Pool, workerType: string): Promise<TaskRow> 
 
 async function outboxRowsOf(pool: pg.Pool, taskId: string) {
   const { rows } = await pool.query<OutboxRow>(
-    `SELECT id, message_id, exchange, routing_key, cc, payload, render FROM outbox WHERE message_id LIKE $1 || '/%' ORDER BY id`,
+    `SELECT ${OUTBOX_COLUMNS} FROM outbox WHERE message_id LIKE $1 || '/%' ORDER BY id`,
     [taskId],
   );
   return rows;

@@ -5,7 +5,7 @@ import { createTestDatabase, outboxCount, type TestDatabase } from '../../suppor
 import { fastTask } from '../../support/graphs.js';
 import { loadConfig } from '../../src/config.js';
 import { withTransaction } from '../../src/db/pool.js';
-import { outboxMessage, type OutboxRow } from '../../src/exchanges/relay.js';
+import { OUTBOX_COLUMNS, outboxMessage, type OutboxRow } from '../../src/exchanges/relay.js';
 import { createTasks } from '../../src/queue/createTasks.js';
 import { validateTaskDefinition, type TaskDefinition } from '../../src/queue/definition.js';
 import { taskMessage } from '../../src/queue/messages.js';
@@ -55,7 +55,7 @@ test('schedules unscheduled tasks before their deadline, once, with the run and 
   const rows = await loadTasks(db.pool, [b, c]);
   const stored = await db.pool.query<{ task_id: string; pending_since: Date }>('SELECT task_id, pending_since FROM tasks WHERE task_id = ANY($1)', [[b, c]]);
   for (const r of stored.rows) assert.equal(r.pending_since.toISOString(), rows.find((t) => t.task_id === r.task_id)?.runs[0].scheduled);
-  const outbox = await db.pool.query<OutboxRow>('SELECT id, message_id, exchange, routing_key, cc, payload, render FROM outbox ORDER BY id');
+  const outbox = await db.pool.query<OutboxRow>(`SELECT ${OUTBOX_COLUMNS} FROM outbox ORDER BY id`);
   assert.equal(outbox.rows.length, 2, 'one task-pending row for each task scheduled');
   for (const row of outbox.rows) {
     const rendered = outboxMessage(config, row);
