@@ -20,6 +20,7 @@ import { openApiDocument } from './openapi.js';
 import { DEFAULT_BODY_LIMIT, NO_INPUT_BODY_LIMIT, SERVER_BODY_LIMIT } from './bodyLimits.js';
 import { concurrencyLimits, RETRY_AFTER_SECONDS } from './concurrency.js';
 import { objectMembers } from './jsonObjectStream.js';
+import { errorBody, toTgsError } from './errorReply.js';
 import { bodyTooLarge, StreamedBody } from './streamedBody.js';
 
 /** What the onRequest hook established before the body was read. */
@@ -44,48 +45,6 @@ export function fastifyPath(route: string): string {
 }
 
 const wildcardParam = (route: string) => /<([a-zA-Z]+)\*>$/.exec(route)?.[1];
-
-/**
- * Error replies carry Taskcluster's `requestInfo.payload`, capped: a reply must never hand a large body back
- * (or make the API serialize one twice). Raw bodies (artifact bytes) are never echoed.
- */
-export const MAX_ECHOED_PAYLOAD_CHARS = 4096;
-
-function echoedPayload(body: unknown): unknown {
-  if (body === undefined || body === null) return {};
-  if (Buffer.isBuffer(body) || typeof (body as Readable).pipe === 'function') return {};
-  const text = JSON.stringify(body);
-  if (text.length <= MAX_ECHOED_PAYLOAD_CHARS) return body;
-  return `${text.slice(0, MAX_ECHOED_PAYLOAD_CHARS)}... (truncated: ${text.length} characters)`;
-}
-
-function errorBody(err: TgsError, request: FastifyRequest, endpoint?: Endpoint) {
-  return {
-    code: err.code,
-    message: err.message,
-    requestInfo: {
-      method: endpoint?.name ?? request.method,
-      params: request.admitted?.params ?? request.params ?? {},
-      payload: echoedPayload(request.body),
-      time: new Date().toISOString(),
-    },
-    ...(err.details ? { details: err.details } : {}),
-  };
-}
-
-function toTgsError(err: unknown): TgsError {
-  if (err instanceof TgsError) return err;
-  const e = err as { code?: string; statusCode?: number; message?: string };
-  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new TgsError('InputTooLarge', 'The request body is too large');
-  if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    return new TgsError('InputError', 'Unsupported Content-Type: send application/json');
-  }
-  if (e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return new TgsError('InputError', 'The JSON body is empty');
-  if (e.code === 'FST_ERR_BAD_URL') return new TgsError('InputError', 'The URL has an invalid %-escape');
-  if (e.statusCode === 404) return new TgsError('ResourceNotFound', e.message ?? 'Not found');
-  if (e.statusCode === 400) return new TgsError('InputError', e.message ?? 'Bad request');
-  return new TgsError('InternalServerError', 'Internal server error');
-}
 
 /**
  * How long a connection may go on sending the body of a refused request. Node discards (never stores) such a

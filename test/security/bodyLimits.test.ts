@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { startTestApi, hawkHeader, type TestApi } from '../../support/api.js';
 import { fastTask, graphOf } from '../../support/graphs.js';
-import { MAX_ECHOED_PAYLOAD_CHARS } from '../../src/api/server.js';
+import { MAX_ECHOED_PAYLOAD_CHARS } from '../../src/api/errorReply.js';
 import { streamRequest } from './helpers.js';
 
 const KB = 1024;
