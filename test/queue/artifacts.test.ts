@@ -108,6 +108,25 @@ test('reference and error artifacts; private artifacts need queue:get-artifact:<
   assert.equal(withRoot.status, 303);
 });
 
+test('a reference is http(s) only: other schemes are refused, and a stored one is never redirected to', async () => {
+  const { taskId, creds } = await running('art-ref');
+  for (const url of ['javascript:alert(document.domain)', 'data:text/html,<script>alert(1)</script>', 'ftp://example.com/x', 'file:///etc/passwd', 'https:/no-host', 'vbscript:msgbox']) {
+    const res = await q('POST', `/task/${taskId}/runs/0/artifacts/public/go`, { storageType: 'reference', url, expires: inAnHour() }, creds);
+    assert.equal(res.status, 400, `${url}: ${JSON.stringify(res.body)}`);
+    assert.equal(res.body.code, 'InputValidationError', url);
+  }
+  assert.equal((await q('GET', `/task/${taskId}/runs/0/artifacts/public/go`, undefined, null)).status, 404, 'nothing was stored');
+  const ok = await q('POST', `/task/${taskId}/runs/0/artifacts/public/go`, { storageType: 'reference', url: 'HTTP://example.com/ok', expires: inAnHour() }, creds);
+  assert.equal(ok.status, 200, JSON.stringify(ok.body));
+  // a row stored before the rule (or written around the API) is refused at read time, not followed
+  await t.db.pool.query(`UPDATE artifacts SET details = jsonb_set(details, '{url}', '"javascript:alert(1)"') WHERE task_id = $1 AND name = 'public/go'`, [taskId]);
+  for (const path of [`/task/${taskId}/runs/0/artifacts/public/go`, `/task/${taskId}/artifacts/public/go`, `/task/${taskId}/runs/0/artifact-content/public/go`]) {
+    const read = await q('GET', path, undefined, null);
+    assert.equal(read.status, 424, `${path}: ${read.status} ${JSON.stringify(read.body)}`);
+    assert.equal(read.headers.get('location'), null, path);
+  }
+});
+
 test('conflicts and refusals: different re-creation, expires after the task, resolved run, other run credentials, tampered URL, too large', async () => {
   const { taskId, creds } = await running('art4');
   const name = 'public/a.txt';

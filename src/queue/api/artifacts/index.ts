@@ -58,6 +58,12 @@ function artifactRead(latest: boolean, names: [string, string], titles: [string,
 
 const listScope = (latest: boolean) => (latest ? 'queue:list-artifacts:<taskId>' : 'queue:list-artifacts:<taskId>:<runId>');
 
+/**
+ * A reference's URL: http(s) only. Readers are redirected to it from the API's (and the UI's) origin, where a
+ * `javascript:` or `data:` URL would run as tgs, and `public/` references need no credentials.
+ */
+const HTTP_URL = /^[hH][tT][tT][pP][sS]?:\/\/[^/]/;
+
 const runOf = async (ctx: EndpointContext) => (ctx.params.runId !== undefined ? Number(ctx.params.runId) : latestRunId(ctx.deps.pool, ctx.params.taskId));
 
 /** Where a reader goes for an artifact: a signed tgs URL (s3), the reference's URL, or the error. */
@@ -67,7 +73,12 @@ function artifactTarget(ctx: EndpointContext, a: ArtifactRow): { storageType: 's
       reason: a.details.reason,
     });
   }
-  if (a.storage_type === 'reference') return { storageType: 'reference', url: a.details.url as string };
+  if (a.storage_type === 'reference') {
+    const url = a.details.url as string;
+    // createArtifact takes http(s) only; a row written before that rule is not followed either
+    if (!HTTP_URL.test(url)) throw new TgsError('ArtifactNotPresent', `Artifact ${a.name} is a reference to a URL that is not http(s): tgs does not redirect there`);
+    return { storageType: 'reference', url };
+  }
   if (!a.present) throw new TgsError('ResourceNotFound', `Artifact ${a.name} of ${a.task_id}/${a.run_id} has not been uploaded yet`);
   const { url } = signedArtifactUrl(ctx.deps.config, ctx.deps.issuer.accessToken, 'GET', { taskId: a.task_id, runId: a.run_id, name: a.name });
   return { storageType: 's3', url };
@@ -95,7 +106,7 @@ export const createArtifact = declare({
         type: 'object',
         additionalProperties: false,
         required: ['storageType', 'url', 'expires'],
-        properties: { storageType: { const: 'reference' }, url: { type: 'string', format: 'uri', maxLength: 4096 }, contentType: { type: 'string', maxLength: 255 }, expires },
+        properties: { storageType: { const: 'reference' }, url: { type: 'string', format: 'uri', pattern: HTTP_URL.source, maxLength: 4096 }, contentType: { type: 'string', maxLength: 255 }, expires },
       },
       {
         type: 'object',
