@@ -57,6 +57,8 @@ export interface Config {
   maxConcurrentGraphChanges: number;
   /** Per-process cap on scheduler nodes reads in flight; beyond it 429. */
   maxConcurrentGraphNodes: number;
+  /** Per API process: scheduler reads whose cost grows with a graph's size (inspect, info, the graph list) in flight. */
+  maxConcurrentGraphReads: number;
   maxConcurrentGraphSubmits: number;
   /** Per-process cap on artifact reads and downloads in flight; beyond it 429. */
   maxConcurrentArtifactRequests: number;
@@ -140,6 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     // (a few ms every 200 ms), so 64 of them keep about 2 busy on average.
     maxConcurrentGraphChanges: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_CHANGES', 64),
     maxConcurrentGraphNodes: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_NODES', 4),
+    maxConcurrentGraphReads: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_READS', 4),
     maxConcurrentGraphSubmits: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_SUBMITS', 4),
     maxConcurrentArtifactRequests: intFromEnv(env, 'TGS_MAX_CONCURRENT_ARTIFACT_REQUESTS', 8),
     ...overrides,

@@ -9,13 +9,17 @@ import { TgsError } from '../errors.js';
  *   60 s; the UI keeps one open per viewed graph.
  * - `graphNodes`: the nodes endpoint, one REPEATABLE READ transaction holding a connection while a graph's
  *   nodes (up to a 100,000-task graph: a few MB) are read.
+ * - `graphReads`: the scheduler's other reads whose cost grows with a graph: inspect (a page bounded by edges,
+ *   src/scheduler/graphReads.ts), inspectTask (a task's dependents), info and the graph list (counts of every
+ *   member task's state). Three unthrottled inspect calls on a 180,000-edge graph stalled all of `tgs dev`
+ *   (whose database runs on the API's event loop) for 13.6 s.
  * - `graphSubmits`: createTaskGraph and extendTaskGraph. Each holds a connection (its transaction) while its body
  *   streams in and is written chunk by chunk; a 100,000-task graph takes seconds.
  * - `artifacts`: artifact reads and downloads (anyone may read `public/` artifacts). Uploads are not counted:
  *   only the worker of a running run holds a signed putUrl, and a refused final upload would lose its artifact;
  *   an upload holds one connection (its transaction) while the worker sends.
  */
-export type ConcurrencyClass = 'graphChanges' | 'graphNodes' | 'graphSubmits' | 'artifacts';
+export type ConcurrencyClass = 'graphChanges' | 'graphNodes' | 'graphReads' | 'graphSubmits' | 'artifacts';
 
 /** Seconds a refused caller is told to wait: long enough for a burst to drain, short for a UI to recover. */
 export const RETRY_AFTER_SECONDS = 2;
@@ -55,6 +59,7 @@ export function concurrencyLimits(config: Config): Record<ConcurrencyClass, Conc
   return {
     graphChanges: new ConcurrencyLimit('graphChanges', config.maxConcurrentGraphChanges),
     graphNodes: new ConcurrencyLimit('graphNodes', config.maxConcurrentGraphNodes),
+    graphReads: new ConcurrencyLimit('graphReads', config.maxConcurrentGraphReads),
     graphSubmits: new ConcurrencyLimit('graphSubmits', config.maxConcurrentGraphSubmits),
     artifacts: new ConcurrencyLimit('artifacts', config.maxConcurrentArtifactRequests),
   };

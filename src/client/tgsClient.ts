@@ -68,7 +68,9 @@ export interface GraphTask {
   label: string;
   taskId: string;
   requires: string[];
+  /** at most 10,000: a task with more also gives `dependentCount` */
   dependents: string[];
+  dependentCount?: number;
   reruns: number;
   rerunsLeft: number;
   state: TaskState | 'missing';

@@ -121,6 +121,24 @@ test('worker metadata refuses hostile input with 400 and writes nothing; its rea
   assert.match(refused.body.message, /queue:declare-worker-type:tgs-test\/wh#stability/);
   assert.equal((await q('GET', '/provisioners/tgs-test/worker-types/wh')).body.stability, 'experimental');
 
+  // an empty body declares nothing but still creates rows and renews activity: it needs the scope for every
+  // property, from anyone (anonymous callers and the declarer above included)
+  const provisioners = async () => (await t.db.pool.query(`SELECT count(*)::int AS n FROM provisioners`)).rows[0].n as number;
+  const before = await provisioners();
+  for (const [path, scope] of [
+    ['/provisioners/anon-made', 'queue:declare-provisioner:anon-made#\\*'],
+    ['/provisioners/anon-made/worker-types/wt', 'queue:declare-worker-type:anon-made/wt#\\*'],
+    ['/provisioners/tgs-test/worker-types/wh', 'queue:declare-worker-type:tgs-test/wh#\\*'],
+  ]) {
+    const anonymous = await q('PUT', path, {}, null);
+    assert.equal(anonymous.status, 401, `${path}: ${JSON.stringify(anonymous.body)}`);
+    const partial = await q('PUT', path, {}, declarer);
+    assert.equal(partial.status, 403, `${path}: ${JSON.stringify(partial.body)}`);
+    assert.match(partial.body.message, new RegExp(scope));
+  }
+  assert.equal(await provisioners(), before, 'no provisioner was created');
+  assert.equal((await q('PUT', '/provisioners/root-made', {})).status, 200, 'root may touch with an empty body');
+
   // workers are not public (the anonymous role grants task queues and worker types, not workers)
   assert.equal((await q('GET', '/provisioners/tgs-test/worker-types/wh', undefined, null)).status, 200);
   assert.equal((await q('GET', '/provisioners/tgs-test/worker-types/wr/workers', undefined, null)).status, 401);

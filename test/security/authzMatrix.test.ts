@@ -220,7 +220,7 @@ const BODIES: Record<string, (w: World) => unknown> = {
   'auth.updateClient': () => ({ description: 'matrix, updated', expires: inDays(2) }),
   'auth.createRole': () => ({ description: 'matrix', scopes: [] }),
   'auth.updateRole': () => ({ description: 'matrix, updated', scopes: [] }),
-  // with properties: declaring nothing needs no scope (as in Taskcluster)
+  // with properties (the matrix also sends every write an empty body, which needs the scope for every property)
   'queue.declareProvisioner': () => ({ description: 'matrix', stability: 'experimental' }),
   'queue.declareWorkerType': () => ({ description: 'matrix', stability: 'experimental' }),
   'queue.declareWorker': () => ({ expires: inDays(1) }),
@@ -273,6 +273,18 @@ async function pathFor(e: Endpoint, route: string, combo: Candidate[], w: World)
 
 const scoped = apiEndpoints.filter((e) => e.scopes !== undefined);
 
+/**
+ * The endpoints anyone may call whatever the `anonymous` role holds: the services' liveness and version, and the
+ * artifact bytes behind a signed URL (the signature is the credential). Every other endpoint declares scopes, so
+ * emptying the role closes every read.
+ */
+const UNSCOPED = new Set(['ping', 'lbheartbeat', 'heartbeat', 'version', 'uploadArtifactData', 'downloadArtifactData', 'claimTask']);
+
+test('every endpoint declares scopes but the services\' liveness, signed artifact URLs and the refused claimTask', () => {
+  const unscoped = apiEndpoints.filter((e) => e.scopes === undefined).map((e) => `${e.service}.${e.name}`);
+  assert.deepEqual(unscoped.filter((k) => !UNSCOPED.has(k.split('.')[1])), [], 'endpoints without scopes');
+});
+
 test('the matrix covers every endpoint that declares scopes, and its routes', () => {
   assert.ok(scoped.length >= 20, `only ${scoped.length} endpoints with scopes: is the list the app serves?`);
   for (const e of scoped) for (const route of [e.route, ...(e.aliases ?? [])]) assert.ok(combinations(route).length > 0);
@@ -287,19 +299,24 @@ test('every endpoint with scopes refuses anonymous and scope-less callers, and c
     for (const route of [e.route, ...(e.aliases ?? [])]) {
       for (const combo of combinations(route)) {
         const path = await pathFor(e, route, combo, world);
-        const body = await bodyFor(e, world);
-        for (const [who, credentials, status, code] of [
-          ['anonymous', null, 401, 'AuthenticationFailed'],
-          ['a client without scopes', noScopes, 403, 'InsufficientScopes'],
-        ] as const) {
-          const res = await call(e.method.toUpperCase(), path, body, credentials);
-          calls++;
-          const what = `${key(e)} ${e.method.toUpperCase()} ${path} as ${who}`;
-          const refused = res.status === status || (res.status === 404 && combo.some((c) => !c.exists));
-          assert.ok(refused, `${what}: expected ${status}, got ${res.status} ${JSON.stringify(res.body)}`);
-          assert.equal(typeof res.body?.code, 'string', `${what}: Taskcluster's error shape`);
-          assert.equal(typeof res.body?.message, 'string', `${what}: Taskcluster's error shape`);
-          if (res.status === status) assert.equal(res.body.code, code, what);
+        // the minimal valid body, and for every write also the empty body: no write may need fewer scopes for less
+        const bodies: { body: unknown; empty: boolean }[] = [{ body: await bodyFor(e, world), empty: false }];
+        if (e.method !== 'get' && !e.rawBody) bodies.push({ body: {}, empty: true });
+        for (const { body, empty } of bodies) {
+          for (const [who, credentials, status, code] of [
+            ['anonymous', null, 401, 'AuthenticationFailed'],
+            ['a client without scopes', noScopes, 403, 'InsufficientScopes'],
+          ] as const) {
+            const res = await call(e.method.toUpperCase(), path, body, credentials);
+            calls++;
+            const what = `${key(e)} ${e.method.toUpperCase()} ${path} as ${who}${empty ? ' with an empty body' : ''}`;
+            // an empty body may also be refused as invalid (400) before the scopes it would need are known
+            const refused = res.status === status || (res.status === 404 && combo.some((c) => !c.exists)) || (empty && res.status === 400);
+            assert.ok(refused, `${what}: expected ${status}, got ${res.status} ${JSON.stringify(res.body)}`);
+            assert.equal(typeof res.body?.code, 'string', `${what}: Taskcluster's error shape`);
+            assert.equal(typeof res.body?.message, 'string', `${what}: Taskcluster's error shape`);
+            if (res.status === status) assert.equal(res.body.code, code, what);
+          }
         }
         assert.deepEqual(await fingerprint(), before, `${key(e)} ${path}: a refused call changed the database`);
       }
@@ -363,6 +380,10 @@ test('with the default anonymous role, exactly the endpoints whose scopes it gra
   // the reads migration 016 gives anonymous callers, by name: the generated expectation above must agree
   for (const name of ['task', 'status', 'listTaskGroup', 'getTaskGroup', 'listDependentTasks', 'listArtifacts', 'listLatestArtifacts', 'pendingTasks', 'listTaskQueues', 'getTaskQueue', 'listProvisioners', 'getProvisioner', 'listWorkerTypes', 'getWorkerType']) {
     assert.ok(answered.includes(`queue.${name}`), `queue.${name} answers anonymous callers`);
+  }
+  // and the scheduler's reads that migration 023 gives them
+  for (const name of ['status', 'info', 'inspect', 'inspectTask', 'listTaskGraphs', 'taskGraphNodes', 'taskGraphChanges']) {
+    assert.ok(answered.includes(`scheduler.${name}`), `scheduler.${name} answers anonymous callers`);
   }
   t.diagnostic(`answered anonymously: ${[...new Set(answered)].join(', ')}`);
 });

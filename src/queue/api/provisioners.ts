@@ -108,6 +108,16 @@ export const getProvisioner = declare({
   },
 });
 
+/**
+ * The properties a declare call must hold a scope for: those given, or `*` (all of them) for an empty body.
+ * Taskcluster asks one scope per property given, so `{}` needed none and anyone could create rows and renew
+ * their activity; here every declare needs a scope.
+ */
+function declaredProperties(body: object): string[] {
+  const given = Object.keys(body);
+  return given.length > 0 ? given : ['*'];
+}
+
 type ProvisionerRequest = { description?: string; stability?: string; expires?: string; actions?: unknown[] };
 
 export const declareProvisioner = declare<ProvisionerRequest>({
@@ -116,7 +126,8 @@ export const declareProvisioner = declare<ProvisionerRequest>({
   title: 'Update a provisioner',
   description:
     'Create a provisioner or set some of its properties; each property given needs ' +
-    '`queue:declare-provisioner:<provisionerId>#<property>`.',
+    '`queue:declare-provisioner:<provisionerId>#<property>`, and an empty body (which creates the provisioner or ' +
+    'renews its activity) needs `queue:declare-provisioner:<provisionerId>#*`.',
   method: 'put',
   route: '/provisioners/<provisionerId>',
   scopes: { AllOf: [{ for: 'property', in: 'properties', each: 'queue:declare-provisioner:<provisionerId>#<property>' }] },
@@ -127,7 +138,7 @@ export const declareProvisioner = declare<ProvisionerRequest>({
   },
   output: provisionerResponse,
   async handler({ params, body, deps, authorize }) {
-    authorize({ properties: Object.keys(body) });
+    authorize({ properties: declaredProperties(body) });
     return provisionerJson(await declareProvisionerRow(deps.pool, params.provisionerId, body));
   },
 });
@@ -174,7 +185,8 @@ export const declareWorkerType = declare<WorkerTypeRequest>({
   title: 'Update a worker-type',
   description:
     'Create a worker type (task queue) or set some of its properties; each property given needs ' +
-    '`queue:declare-worker-type:<provisionerId>/<workerType>#<property>`.',
+    '`queue:declare-worker-type:<provisionerId>/<workerType>#<property>`, and an empty body (which creates the ' +
+    'worker type or renews its activity) needs `queue:declare-worker-type:<provisionerId>/<workerType>#*`.',
   method: 'put',
   route: '/provisioners/<provisionerId>/worker-types/<workerType>',
   scopes: { AllOf: [{ for: 'property', in: 'properties', each: 'queue:declare-worker-type:<provisionerId>/<workerType>#<property>' }] },
@@ -185,7 +197,7 @@ export const declareWorkerType = declare<WorkerTypeRequest>({
   },
   output: workerTypeResponse,
   async handler({ params, body, deps, authorize }) {
-    authorize({ properties: Object.keys(body) });
+    authorize({ properties: declaredProperties(body) });
     const taskQueueId = `${params.provisionerId}/${params.workerType}`;
     const row = await withTransaction(deps.pool, async (client) => {
       await declareProvisionerRow(client, params.provisionerId, {});

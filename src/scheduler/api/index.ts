@@ -1,10 +1,10 @@
 import type { Endpoint } from '../../api/endpoint.js';
 import { createTaskGraphEndpoint } from './createTaskGraph.js';
-import { cancelEndpoint, extendEndpoint, rerunEndpoint } from './actionEndpoints.js';
-import { listTaskGraphsEndpoint } from './listEndpoint.js';
-import { taskGraphNodesEndpoint } from './nodesEndpoint.js';
-import { taskGraphChangesEndpoint } from './changesEndpoint.js';
-import { infoEndpoint, inspectEndpoint, inspectTaskEndpoint, pingEndpoint, statusEndpoint } from './readEndpoints.js';
+import { cancelEndpoint, extendEndpoint, rerunEndpoint } from './actions.js';
+import { listTaskGraphsEndpoint } from './list.js';
+import { taskGraphNodesEndpoint } from './nodes.js';
+import { taskGraphChangesEndpoint } from './changes.js';
+import { infoEndpoint, inspectEndpoint, inspectTaskEndpoint, pingEndpoint, statusEndpoint } from './reads.js';
 
 /** The scheduler API (`/api/scheduler/v1`). */
 export const schedulerEndpoints: Endpoint[] = [

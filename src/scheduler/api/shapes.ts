@@ -4,6 +4,12 @@ import type { LabelledTask } from '../graphIntake.js';
 import { graphStatusSchema } from '../graphSchema.js';
 import type { GraphRow } from '../graphStore.js';
 
+/**
+ * The scope of every read of one graph (status, info, inspect, nodes, changes), as Taskcluster names a read of
+ * one resource. The `anonymous` role grants it for every graph by default (migration 023).
+ */
+export const GET_TASK_GRAPH = 'scheduler:get-task-graph:<taskGraphId>';
+
 export function graphStatus(row: GraphRow) {
   return { schedulerId: row.scheduler_id, taskGraphId: row.task_graph_id, state: row.state, routing: row.routing };
 }

@@ -1,6 +1,6 @@
 // What the layout worker hands the page: the graph's nodes as typed arrays plus their positions.
 
-/** The graph-level fields of the nodes and changes answers (src/scheduler/api/nodesEndpoint.ts). */
+/** The graph-level fields of the nodes and changes answers (src/scheduler/api/nodes.ts). */
 export interface GraphHeader {
   status: { schedulerId: string; taskGraphId: string; state: string; routing: string };
   name: string;

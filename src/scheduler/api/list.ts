@@ -65,6 +65,8 @@ export const listTaskGraphsEndpoint = declare({
   ].join(' '),
   method: 'get',
   route: '/task-graphs',
+  concurrency: 'graphReads',
+  scopes: 'scheduler:list-task-graphs',
   query: {
     state: new RegExp(`^(${GRAPH_STATES.join('|')})$`),
     ...PAGE_QUERY,

@@ -3,7 +3,7 @@ import { MISSING_TASK_CHAR, TASK_STATE_CHAR } from '../../taskStates.js';
 import { readNodes, type GraphSnapshotRow, type TaskStateRow } from '../graphReads.js';
 import type { QueueTaskState } from '../../workflows/contract.js';
 import { graphStatusSchema } from '../graphSchema.js';
-import { graphStatus } from './shapes.js';
+import { GET_TASK_GRAPH, graphStatus } from './shapes.js';
 
 /**
  * The compact shapes the graph explorer (src/ui) reads: arrays per field, never an object per task, so a
@@ -83,6 +83,7 @@ export const taskGraphNodesEndpoint = declare({
   ].join(' '),
   method: 'get',
   route: '/task-graph/<taskGraphId>/nodes',
+  scopes: GET_TASK_GRAPH,
   query: { fromIdx: /^[0-9]{1,9}$/ },
   output: nodesOutput,
   concurrency: 'graphNodes',

@@ -2,7 +2,7 @@ import { declare } from '../../api/endpoint.js';
 import { TgsError } from '../../errors.js';
 import { requireGraph as mustGetGraph } from '../graphStore.js';
 import { inspectNode, inspectNodes, memberStateCounts, type InspectRow } from '../graphReads.js';
-import { graphStatus, statusResponseSchema } from './shapes.js';
+import { GET_TASK_GRAPH, graphStatus, statusResponseSchema } from './shapes.js';
 
 export const pingEndpoint = declare({
   service: 'scheduler',
@@ -23,6 +23,7 @@ export const statusEndpoint = declare({
   description: "The task-graph status structure `{schedulerId, taskGraphId, state, routing}`.",
   method: 'get',
   route: '/task-graph/<taskGraphId>/status',
+  scopes: GET_TASK_GRAPH,
   output: statusResponseSchema,
   async handler({ params, deps }) {
     return { status: graphStatus(await mustGetGraph(deps.pool, params.taskGraphId)) };
@@ -36,6 +37,8 @@ export const infoEndpoint = declare({
   description: 'Status plus metadata, tags, scopes, task counts by queue state and the blocking tasks.',
   method: 'get',
   route: '/task-graph/<taskGraphId>/info',
+  concurrency: 'graphReads',
+  scopes: GET_TASK_GRAPH,
   async handler({ params, deps }) {
     const row = await mustGetGraph(deps.pool, params.taskGraphId);
     const counts = await memberStateCounts(deps.pool, [params.taskGraphId]);
@@ -60,6 +63,7 @@ const inspectTask = (r: InspectRow) => ({
   taskId: r.task_id,
   requires: r.requires,
   dependents: r.dependents,
+  ...(r.dependent_count > r.dependents.length ? { dependentCount: r.dependent_count } : {}),
   reruns: r.reruns,
   rerunsLeft: r.reruns_left,
   state: r.state ?? 'missing',
@@ -69,17 +73,21 @@ export const inspectEndpoint = declare({
   service: 'scheduler',
   name: 'inspect',
   title: 'Inspect Task-Graph',
-  description: 'Every task of the graph with label, taskId, requires, dependents, reruns left and queue state; paged (limit ≤ 10,000, continuationToken).',
+  description:
+    'Every task of the graph with label, taskId, requires, dependents, reruns left and queue state; paged by tasks ' +
+    '(limit ≤ 10,000, continuationToken) and by edges: a page ends before the task that would take its requires and ' +
+    'dependents past 10,000 (the first task always comes). A task lists at most 10,000 dependents; one with more ' +
+    'also gives `dependentCount`.',
   method: 'get',
   route: '/task-graph/<taskGraphId>/inspect',
+  concurrency: 'graphReads',
+  scopes: GET_TASK_GRAPH,
   query: { limit: /^[1-9][0-9]{0,4}$/, continuationToken: /^[0-9]{1,9}$/ },
   async handler({ params, query, deps }) {
     const row = await mustGetGraph(deps.pool, params.taskGraphId);
     const limit = Math.min(Number(query.limit ?? 1000), 10_000);
     const after = query.continuationToken ? Number(query.continuationToken) : -1;
-    const rows = await inspectNodes(deps.pool, params.taskGraphId, after, limit + 1);
-    const more = rows.length > limit;
-    const page = rows.slice(0, limit);
+    const { rows: page, more } = await inspectNodes(deps.pool, params.taskGraphId, after, limit);
     return {
       status: graphStatus(row),
       tasks: page.map(inspectTask),
@@ -95,6 +103,8 @@ export const inspectTaskEndpoint = declare({
   description: 'One task of the graph, by taskId or label.',
   method: 'get',
   route: '/task-graph/<taskGraphId>/inspect/<taskIdOrLabel>',
+  concurrency: 'graphReads',
+  scopes: GET_TASK_GRAPH,
   async handler({ params, deps }) {
     await mustGetGraph(deps.pool, params.taskGraphId);
     const found = await inspectNode(deps.pool, params.taskGraphId, params.taskIdOrLabel);

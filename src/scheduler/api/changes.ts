@@ -1,6 +1,7 @@
 import { declare, type JsonSchema } from '../../api/endpoint.js';
 import { readChanges } from '../graphReads.js';
-import { encodeStates, graphHeader, graphHeaderSchema, stateArraysSchema } from './nodesEndpoint.js';
+import { encodeStates, graphHeader, graphHeaderSchema, stateArraysSchema } from './nodes.js';
+import { GET_TASK_GRAPH } from './shapes.js';
 
 /** How often a waiting request looks again: a change reaches the page well within a second. */
 export const CHANGES_POLL_MS = 200;
@@ -36,6 +37,7 @@ export const taskGraphChangesEndpoint = declare({
   ].join(' '),
   method: 'get',
   route: '/task-graph/<taskGraphId>/changes',
+  scopes: GET_TASK_GRAPH,
   query: { since: /^[0-9]{1,20}:[0-9]{1,20}:[0-9,]{0,40000}$/, wait: /^[0-9]{1,2}$/ },
   output: changesOutput,
   concurrency: 'graphChanges',
