@@ -4,7 +4,8 @@ import { createPool } from '../db/pool.js';
 import { ensureDatabase, migrate } from '../db/migrate.js';
 import { warnWithoutAutovacuum } from '../db/autovacuum.js';
 import { isPgliteUrl } from '../db/pglite.js';
-import { createClientStore, ensureIssuerClient } from '../auth/clients.js';
+import { createClientStore } from '../auth/clients.js';
+import { Issuer } from '../auth/issuer.js';
 import { queueEndpoints } from '../queue/api/index.js';
 import { artifactEndpoints } from '../queue/api/artifacts/index.js';
 import { authEndpoints } from '../auth/api/index.js';
@@ -49,7 +50,7 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
   // In the process log (tests' in-process APIs have none); the embedded database (tgs dev) has no autovacuum worker
   // and needs none: it holds a developer's few tasks.
   if (log && !isPgliteUrl(config.databaseUrl)) await warnWithoutAutovacuum(pool, (line) => log.warn(line));
-  const issuer = await ensureIssuerClient(pool);
+  const issuer = await Issuer.start(pool, logLine);
   const temporal = new LazyTemporalClient(config);
   const claimWaiter = new ClaimWaiter(config.databaseUrl, undefined, logLine);
   await claimWaiter.start();
@@ -58,7 +59,7 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
   await roles.start();
   const workers = new WorkerRecorder(pool);
   workers.start();
-  const clients = expandingClientStore(createClientStore(pool, config.rootAccessToken), roles);
+  const clients = expandingClientStore(createClientStore(pool, config.rootAccessToken, issuer), roles);
   const deps: ApiDeps = { config, pool, clients, issuer, temporal, claimWaiter, groupAnnouncer, roles, workers };
   const sweeps = startSweeps(pool, config, logLine, [['missing workflows', () => startMissingWorkflows(pool, config, temporal)]]);
   const app = createApiServer(deps, apiEndpoints, options);
@@ -82,6 +83,7 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
       await groupAnnouncer.stop();
       await workers.stop();
       await roles.stop();
+      issuer.stop();
       await temporal.close();
       await pool.end();
     },

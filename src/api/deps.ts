@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
-import type { ClientRecord, ClientStore } from '../auth/authenticate.js';
+import type { ClientStore } from '../auth/authenticate.js';
+import type { Issuer } from '../auth/issuer.js';
 import type { LazyTemporalClient } from '../temporal/connection.js';
 import type { ClaimWaiter } from '../queue/claimWaiter.js';
 import type { GroupAnnouncer } from '../queue/groupAnnouncer.js';
@@ -15,8 +16,8 @@ export interface ApiDeps {
   config: Config;
   pool: pg.Pool;
   clients: ClientStore;
-  /** Signs the temporary credentials claimWork returns. */
-  issuer: ClientRecord;
+  /** Signs the temporary credentials claimWork returns and artifact URLs (`issuer.current`, kept fresh). */
+  issuer: Issuer;
   /** The scheduler API starts, signals and updates graph workflows through it. */
   temporal: LazyTemporalClient;
   /** Wakes long-polling claimWork callers on LISTEN/NOTIFY. */

@@ -130,10 +130,11 @@ function checkValidityPeriod(start: number, expiry: number, now: number): void {
 /** Resolves the key a request was signed with and the scopes it carries (before authorizedScopes). */
 async function resolveCredentials(store: ClientStore, id: string, ext: ExtContent): Promise<Resolved> {
   const now = Date.now();
+  // The issuer's token signs temporary credentials and artifact URLs; a leak of one request signed with it would be a
+  // leak of everything, so it never authenticates a request: not bare, and not as an unnamed certificate it signed
+  // for itself (only the named credentials it issues, task-client/…, do).
+  if (id === ISSUER_CLIENT_ID) throw authFailed(`${ISSUER_CLIENT_ID} only issues credentials: it cannot authenticate requests itself`);
   if (!ext.certificate) {
-    // The issuer's token signs temporary credentials and artifact URLs; a leak of one request signed with it
-    // would be a leak of everything, so it is never used to sign requests (only certificates).
-    if (id === ISSUER_CLIENT_ID) throw authFailed(`${ISSUER_CLIENT_ID} only issues credentials: it cannot authenticate requests itself`);
     const client = usable(await store.get(id), `clientId ${id}`, now);
     return { key: client.accessToken, scopes: client.scopes };
   }

@@ -30,25 +30,22 @@ const toRecord = (row: ClientRow): ClientRecord => ({
  * read from Postgres on each request, so a deleted client or a reset token stops working at once, in every
  * API process.
  */
-export function createClientStore(db: Queryable, rootAccessToken: string): ClientStore {
-  // The issuer signs every worker's per-run credentials and never changes (the auth API refuses to touch
-  // `static/` clients): one lookup, not one per request.
-  let issuer: ClientRecord | undefined;
+export function createClientStore(db: Queryable, rootAccessToken: string, issuer?: { current: ClientRecord }): ClientStore {
   return {
     async get(clientId) {
       if (clientId === ROOT_CLIENT_ID) {
         return rootAccessToken ? { clientId, accessToken: rootAccessToken, scopes: ['*'] } : undefined;
       }
-      if (clientId === ISSUER_CLIENT_ID && issuer) return issuer;
+      // The issuer verifies every worker's per-run credentials: the process's copy (src/auth/issuer.ts, read
+      // again every few seconds), not one lookup per request.
+      if (clientId === ISSUER_CLIENT_ID && issuer) return issuer.current;
       // The roles generation rides along (a one-row read, no extra round trip): a role change is seen by
       // this client's request whatever process made it (src/auth/roleStore.ts).
       const { rows } = await db.query<ClientRow & { disabled: boolean; roles_generation: number }>(
         'SELECT client_id, access_token, scopes, expires, disabled, (SELECT generation FROM roles_generation) AS roles_generation FROM clients WHERE client_id = $1',
         [clientId],
       );
-      const record = rows[0] ? { ...toRecord(rows[0]), disabled: rows[0].disabled, rolesGeneration: rows[0].roles_generation } : undefined;
-      if (clientId === ISSUER_CLIENT_ID) issuer = record;
-      return record;
+      return rows[0] ? { ...toRecord(rows[0]), disabled: rows[0].disabled, rolesGeneration: rows[0].roles_generation } : undefined;
     },
   };
 }
@@ -61,11 +58,16 @@ export async function ensureIssuerClient(db: Queryable): Promise<ClientRecord> {
      ON CONFLICT (client_id) DO NOTHING`,
     [ISSUER_CLIENT_ID, generateAccessToken()],
   );
-  const { rows } = await db.query<ClientRow>(
-    'SELECT client_id, access_token, scopes, expires FROM clients WHERE client_id = $1',
+  return (await readIssuerClient(db)) as ClientRecord;
+}
+
+/** The issuer client's row, or undefined where it does not exist. */
+export async function readIssuerClient(db: Queryable): Promise<ClientRecord | undefined> {
+  const { rows } = await db.query<ClientRow & { disabled: boolean }>(
+    'SELECT client_id, access_token, scopes, expires, disabled FROM clients WHERE client_id = $1',
     [ISSUER_CLIENT_ID],
   );
-  return toRecord(rows[0]);
+  return rows[0] ? { ...toRecord(rows[0]), disabled: rows[0].disabled } : undefined;
 }
 
 /**

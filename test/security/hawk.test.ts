@@ -8,6 +8,8 @@ import { NonceCache } from '../../src/auth/nonceCache.js';
 import { ISSUER_CLIENT_ID } from '../../src/auth/clients.js';
 import { createTemporaryCredentials } from '../../src/auth/temporaryCredentials.js';
 import { ROOT_CLIENT_ID } from '../../src/config.js';
+import { ISSUER_REFRESH_MS } from '../../src/auth/issuer.js';
+import { fastTask } from '../../support/graphs.js';
 
 let t: TestApi;
 before(async () => {
@@ -92,6 +94,44 @@ test('the issuer client cannot authenticate requests with its own token', async 
   await t.db.pool.query("UPDATE clients SET scopes = '{*}' WHERE client_id = $1", [ISSUER_CLIENT_ID]);
   const res2 = await t.request('GET', '/api/auth/v1/scopes/current', undefined, issued);
   assert.equal(res2.status, 200, JSON.stringify(res2.body));
+  // Nor wrapped in a certificate it signs for itself (unnamed temporary credentials of the issuer), with any scopes.
+  for (const scopes of [['*'], ['auth:current-scopes']]) {
+    const selfIssued = createTemporaryCredentials({
+      issuerClientId: ISSUER_CLIENT_ID,
+      issuerAccessToken: issuer.accessToken,
+      scopes,
+      start: new Date(Date.now() - 60_000),
+      expiry: new Date(Date.now() + 600_000),
+    });
+    assert.equal(selfIssued.clientId, ISSUER_CLIENT_ID);
+    const res3 = await t.request('GET', '/api/auth/v1/scopes/current', undefined, selfIssued);
+    assert.equal(res3.status, 401, `${scopes}: ${JSON.stringify(res3.body)}`);
+    assert.match(res3.body.message, /only issues credentials/);
+  }
+});
+
+test('rotating the issuer token takes effect in a running API within seconds: what the old token signed stops working', async () => {
+  const taskId = slugid.nice();
+  assert.equal((await t.request('PUT', `/api/queue/v1/task/${taskId}`, { ...fastTask('rotate'), workerType: 'rotate' })).status, 200);
+  const claim = await t.request('POST', '/api/queue/v1/claim-work/tgs-test/rotate', { workerGroup: 'g', workerId: 'w', tasks: 1 });
+  const runCredentials = claim.body.tasks[0].credentials;
+  const artifact = await t.request('POST', `/api/queue/v1/task/${taskId}/runs/0/artifacts/public/a.txt`, { storageType: 's3', contentType: 'text/plain', expires: new Date(Date.now() + 3600_000).toISOString() }, runCredentials);
+  assert.equal(artifact.status, 200, JSON.stringify(artifact.body));
+  assert.equal((await t.request('GET', `/api/queue/v1/task/${taskId}/status`, undefined, runCredentials)).status, 200, 'before: the run credentials work');
+  // the operator's rotation after a leak (docs/security.md)
+  await t.db.pool.query('UPDATE clients SET access_token = $2 WHERE client_id = $1', [ISSUER_CLIENT_ID, randomBytes(33).toString('base64url')]);
+  const deadline = Date.now() + ISSUER_REFRESH_MS + 3000;
+  let status = 200;
+  while (status === 200 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 250));
+    status = (await t.request('GET', `/api/queue/v1/task/${taskId}/status`, undefined, runCredentials)).status;
+  }
+  assert.equal(status, 401, 'credentials signed with the old token stop working');
+  assert.equal((await fetch(artifact.body.putUrl, { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'x' })).status, 401, 'so do URLs it signed');
+  // what the new token signs works: a new claim's credentials
+  assert.equal((await t.request('PUT', `/api/queue/v1/task/${slugid.nice()}`, { ...fastTask('rotate2'), workerType: 'rotate' })).status, 200);
+  const claim2 = await t.request('POST', '/api/queue/v1/claim-work/tgs-test/rotate', { workerGroup: 'g', workerId: 'w', tasks: 1 });
+  assert.equal((await t.request('GET', `/api/queue/v1/task/${taskId}/status`, undefined, claim2.body.tasks[0].credentials)).status, 200);
 });
 
 test('bad %-escapes in a bewit, a route parameter or a UI path are 400 InputError, not 500', async () => {

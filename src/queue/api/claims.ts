@@ -42,7 +42,7 @@ export const claimWork = declare({
     const tasks = await claimWorkLoop(
       deps.pool,
       deps.config,
-      deps.issuer,
+      deps.issuer.current,
       deps.claimWaiter,
       { provisionerId, workerType, workerGroup: body.workerGroup, workerId: body.workerId, count: body.tasks },
       deps.config.claimWorkWaitMs,
@@ -73,7 +73,7 @@ export const reclaimTask = declare({
       workerGroup: run.workerGroup,
       workerId: run.workerId,
       takenUntil: takenUntil.toISOString(),
-      credentials: runCredentials(deps.issuer, {
+      credentials: runCredentials(deps.issuer.current, {
         taskId: params.taskId,
         runId,
         workerGroup: run.workerGroup as string,

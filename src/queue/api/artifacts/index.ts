@@ -80,7 +80,7 @@ function artifactTarget(ctx: EndpointContext, a: ArtifactRow): { storageType: 's
     return { storageType: 'reference', url };
   }
   if (!a.present) throw new TgsError('ResourceNotFound', `Artifact ${a.name} of ${a.task_id}/${a.run_id} has not been uploaded yet`);
-  const { url } = signedArtifactUrl(ctx.deps.config, ctx.deps.issuer.accessToken, 'GET', { taskId: a.task_id, runId: a.run_id, name: a.name });
+  const { url } = signedArtifactUrl(ctx.deps.config, ctx.deps.issuer.current.accessToken, 'GET', { taskId: a.task_id, runId: a.run_id, name: a.name });
   return { storageType: 's3', url };
 }
 
@@ -120,7 +120,7 @@ export const createArtifact = declare({
     const a = { taskId: ctx.params.taskId, runId: Number(ctx.params.runId), name: ctx.params.name };
     const row = await withTransaction(ctx.deps.pool, (client) => createArtifactRow(client, ctx.deps.config, a, ctx.body));
     if (row.storage_type === 's3') {
-      const { url, expires: urlExpires } = signedArtifactUrl(ctx.deps.config, ctx.deps.issuer.accessToken, 'PUT', a);
+      const { url, expires: urlExpires } = signedArtifactUrl(ctx.deps.config, ctx.deps.issuer.current.accessToken, 'PUT', a);
       return { storageType: 's3', putUrl: url, expires: urlExpires.toISOString(), contentType: row.content_type };
     }
     return { storageType: row.storage_type };
@@ -199,7 +199,7 @@ export const uploadArtifactData = declare({
   query: signedQuery,
   rawBody: true,
   beforeBody({ params: p, query, deps, request }) {
-    verifyArtifactSignature(deps.issuer.accessToken, 'PUT', artifactOf(p), Number(query.expires), query.sig ?? '');
+    verifyArtifactSignature(deps.issuer.current.accessToken, 'PUT', artifactOf(p), Number(query.expires), query.sig ?? '');
     if (Number(request.headers['content-length'] ?? 0) > deps.config.maxArtifactBytes) {
       throw new TgsError('InputTooLarge', `The artifact is larger than this deployment accepts (TGS_MAX_ARTIFACT_BYTES=${deps.config.maxArtifactBytes})`);
     }
@@ -226,7 +226,7 @@ export const downloadArtifactData = declare({
   concurrency: 'artifacts',
   async handler(ctx) {
     const a = { taskId: ctx.params.taskId, runId: Number(ctx.params.runId), name: ctx.params.name };
-    verifyArtifactSignature(ctx.deps.issuer.accessToken, 'GET', a, Number(ctx.query.expires), ctx.query.sig ?? '');
+    verifyArtifactSignature(ctx.deps.issuer.current.accessToken, 'GET', a, Number(ctx.query.expires), ctx.query.sig ?? '');
     ctx.authorizeExpression({ AllOf: [] });
     const artifact = await loadArtifact(ctx.deps.pool, a);
     const data = await loadArtifactData(ctx.deps.pool, a);
