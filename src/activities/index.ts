@@ -14,7 +14,7 @@ import { INVALID_TASK_GRAPH, type GraphMeta, type GraphState, type NodePage, typ
 import { isResolved } from '../taskStates.js';
 import { ensureQueueGraph, getGraph, graphMembers, graphMeta, joinQueueTasks, loadNodePage } from '../scheduler/graphStore.js';
 import { readyTasks } from '../queue/readiness.js';
-import { temporalGraphAuthorizer } from '../scheduler/temporalClient.js';
+import { temporalGraphAuthorizer } from '../scheduler/temporalNativeAuth.js';
 import { graphMessage } from '../scheduler/messages.js';
 import { createTaskGraph } from '../scheduler/createTaskGraph.js';
 import type { Logger } from '../log.js';
@@ -94,7 +94,12 @@ export function createActivities(deps: ActivityDeps) {
     loadGraph: (taskGraphId: string, createForQueue: boolean): Promise<GraphMeta> => withHeartbeat(async () => {
       let row = await getGraph(pool, taskGraphId);
       if (!row && createForQueue) {
-        await ensureQueueGraph(pool, taskGraphId);
+        try {
+          await ensureQueueGraph(pool, taskGraphId);
+        } catch (err) {
+          if (err instanceof TgsError && err.status < 500) throw ApplicationFailure.nonRetryable(err.message, INVALID_TASK_GRAPH, { code: err.code });
+          throw err;
+        }
         row = await getGraph(pool, taskGraphId);
       }
       if (!row) {

@@ -269,6 +269,18 @@ export class RoleCache {
   }
 }
 
+/**
+ * Scopes expanded through the roles as they are in Postgres now, `assume:anonymous` included as for every HTTP
+ * request: for a process without a RoleCache (the scheduler worker checking TGS_TEMPORAL_CLIENT_ID), read once a
+ * call.
+ */
+export async function expandWithStoredRoles(db: Queryable, scopes: readonly string[]): Promise<string[]> {
+  const { rows } = await db.query<{ roles: Role[] | null }>(
+    `SELECT json_agg(json_build_object('roleId', role_id, 'scopes', scopes)) AS roles FROM roles`,
+  );
+  return new ScopeExpander(rows[0].roles ?? []).expand([...scopes, ANONYMOUS_SCOPE]);
+}
+
 /** A client store whose clients carry their expanded scopes (what a certificate's issuer is checked against). */
 export function expandingClientStore(store: ClientStore, roles: RoleCache): ClientStore {
   return {

@@ -173,13 +173,26 @@ export async function loadNodePage(db: Queryable, taskGraphId: string, fromIdx: 
   return page;
 }
 
-/** Creates the graph row of a task group that uses queue-level dependencies (no-op if it exists). */
+/**
+ * Creates the graph row of a task group that uses queue-level dependencies (no-op if it exists). Only such a group
+ * becomes a graph: a workflow started on Temporal with `origin: 'queue'` for any other group (plain queue tasks)
+ * is refused, so access to the namespace cannot take over, and cancel, tasks that were never a graph's.
+ */
 export async function ensureQueueGraph(db: Queryable, taskGraphId: string): Promise<void> {
-  const { rows } = await db.query<{ scheduler_id: string }>(
-    'SELECT scheduler_id FROM task_groups WHERE task_group_id = $1',
+  const { rows } = await db.query<{ scheduler_id: string; has_dependencies: boolean }>(
+    `SELECT g.scheduler_id,
+            EXISTS (SELECT 1 FROM tasks t JOIN task_dependencies d ON d.dependent_task_id = t.task_id
+                    WHERE t.task_group_id = g.task_group_id) AS has_dependencies
+     FROM task_groups g WHERE g.task_group_id = $1`,
     [taskGraphId],
   );
   if (!rows[0]) throw new TgsError('ResourceNotFound', `task group ${taskGraphId} does not exist`);
+  if (!rows[0].has_dependencies) {
+    throw new TgsError(
+      'InputError',
+      `task group ${taskGraphId} has no task with queue-level dependencies, so it is no task-graph: start graphs with PUT /api/scheduler/v1/task-graph/<taskGraphId> or with the graph as the workflow's input`,
+    );
+  }
   await db.query(
     `INSERT INTO task_graphs (task_graph_id, scheduler_id, origin) VALUES ($1, $2, 'queue')
      ON CONFLICT (task_graph_id) DO NOTHING`,

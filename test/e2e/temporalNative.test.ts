@@ -15,7 +15,7 @@ import { ensureTemporalCli } from '../../src/temporal/devServer.js';
 import { startTaskGraph, GraphTooLargeForTemporalError } from '../../src/temporal/startTaskGraph.js';
 import { createClient } from '../../src/auth/clients.js';
 import { ApiClient, TgsApiError } from '../../src/client/http.js';
-import { INVALID_TASK_GRAPH, rerunSignal, SEARCH_ATTRIBUTES, statusQuery, WORKFLOW_TYPE } from '../../src/workflows/contract.js';
+import { cancelSignal, INVALID_TASK_GRAPH, rerunSignal, SEARCH_ATTRIBUTES, statusQuery, tasksDefinedSignal, WORKFLOW_TYPE } from '../../src/workflows/contract.js';
 
 // The Temporal-native contract (README "The Temporal workflow contract"), driven with the stock `temporal` CLI against a dev server
 // that starts WITHOUT tgs's search attributes: the worker must register them itself.
@@ -216,4 +216,51 @@ test('starting taskGraph again for a stored graph that finished (or with forged 
 
   const forged = await startNative({ taskGraphId: undefined, carried: { nodeCount: 0, states: '', rerunsLeft: '', lastRun: '', reset: '', manualReruns: [], canceled: false, publishedState: null, messageSeq: {}, runs: 1, rejected: [] } });
   await expectInvalid(forged.workflowId, /carried state is accepted only from the workflow's own continue-as-new/);
+});
+
+test('TGS_TEMPORAL_CLIENT_ID disabled refuses Temporal-native graphs; its scopes are expanded through roles as over HTTP', async () => {
+  const http = new ApiClient(stack.api.rootUrl, stack.api.root);
+  const client = encodeURIComponent(TEMPORAL_CLIENT);
+  await http.request('auth', 'POST', `/clients/${client}/disable`);
+  try {
+    const { workflowId, taskGraphId } = await startNative(graphOf({ a: {} }));
+    await expectInvalid(workflowId, /tests\/temporal-native \(TGS_TEMPORAL_CLIENT_ID\) is disabled/);
+    assert.equal(await footprint(taskGraphId), 0);
+  } finally {
+    await http.request('auth', 'POST', `/clients/${client}/enable`);
+  }
+  // A scope the client holds only through a role it assumes counts, as it does for an HTTP request.
+  const roleId = `temporal-native-extra-${slugid.nice()}`;
+  await http.request('auth', 'PUT', `/roles/${roleId}`, { description: 'what the Temporal client assumes', scopes: ['queue:route:index.native.*'] });
+  const graph = graphOf({ routed: {} });
+  (graph.tasks.routed.task as Record<string, unknown>).routes = ['index.native.routed'];
+  const without = await startNative(graph);
+  await expectInvalid(without.workflowId, /lacks scopes: .*queue:route:index\.native\.routed/);
+  const { rows } = await stack.api.db.pool.query<{ scopes: string[] }>('SELECT scopes FROM clients WHERE client_id = $1', [TEMPORAL_CLIENT]);
+  await stack.api.db.pool.query('UPDATE clients SET scopes = $2 WHERE client_id = $1', [TEMPORAL_CLIENT, [...rows[0].scopes, `assume:${roleId}`]]);
+  try {
+    const { workflowId, taskGraphId } = await startNative(graph);
+    assert.deepEqual(await stack.client.workflow.getHandle(workflowId).result(), { taskGraphId, state: 'finished' });
+  } finally {
+    await stack.api.db.pool.query('UPDATE clients SET scopes = $2 WHERE client_id = $1', [TEMPORAL_CLIENT, rows[0].scopes]);
+  }
+});
+
+test('a workflow started on Temporal with origin "queue" cannot take over a plain task group: refused, its tasks untouched', async () => {
+  // a plain queue task (no dependencies): nobody claims its worker type, so it stays pending
+  const taskId = slugid.nice();
+  const task = { ...graphOf({ plain: {} }).tasks.plain.task, workerType: 'nobody-claims' };
+  await stack.root.request('queue', 'PUT', `/task/${taskId}`, task);
+  const handle = await stack.client.workflow.signalWithStart(WORKFLOW_TYPE, {
+    workflowId: `task-graph/${taskId}`,
+    taskQueue: stack.config.temporalTaskQueue,
+    args: [{ taskGraphId: taskId, origin: 'queue' }],
+    signal: tasksDefinedSignal,
+    signalArgs: [{ taskIds: [taskId] }],
+  });
+  await handle.signal(cancelSignal, { reason: 'hostile' }).catch(() => undefined);
+  await expectInvalid(`task-graph/${taskId}`, /has no task with queue-level dependencies, so it is no task-graph/);
+  const status = await stack.root.request<{ status: { state: string } }>('queue', 'GET', `/task/${taskId}/status`);
+  assert.equal(status.status.state, 'pending', 'the task was not canceled');
+  assert.equal((await stack.api.db.pool.query('SELECT 1 FROM task_graphs WHERE task_graph_id = $1', [taskId])).rowCount, 0, 'no graph row');
 });

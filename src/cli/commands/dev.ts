@@ -19,7 +19,7 @@ import { Progress } from '../progress.js';
 import { startShellWorker, type ShellWorker } from '../../shellWorker/index.js';
 import { LIVE_LOG } from '../../queue/liveLogName.js';
 import { onShutdown } from '../shutdown.js';
-import { DEV_TEMPORAL_CLIENT_ID, ensureDevTemporalClient } from '../../scheduler/temporalClient.js';
+import { DEV_TEMPORAL_CLIENT_ID, ensureDevTemporalClient } from '../../scheduler/temporalNativeAuth.js';
 import { configureLogging, lineLogger, logger, type LogFormat } from '../../log.js';
 import { logFormatFromEnv } from '../../config.js';
 import { observeBridge, observeRelay } from '../../observability/metrics.js';

@@ -4,12 +4,14 @@ import type { Queryable } from '../db/pool.js';
 import { TgsError } from '../errors.js';
 import { generateAccessToken, getClient } from '../auth/clients.js';
 import { requireScopes } from '../auth/requireScopes.js';
+import { expandWithStoredRoles } from '../auth/roleStore.js';
 import type { ScopeExpression } from '../auth/scopes.js';
 
 /**
  * What a graph started directly on Temporal may do: exactly what the client TGS_TEMPORAL_CLIENT_ID may do over
  * HTTP. Access to the Temporal namespace is not a tgs credential, so without that setting such graphs are
- * refused. The client is read from Postgres at every start: a changed, expired or deleted client counts at once.
+ * refused. The client is read from Postgres at every start: a changed, disabled, expired or deleted client counts at
+ * once, and its scopes are expanded through the roles as an HTTP request's are.
  */
 export async function temporalGraphAuthorizer(config: Config, db: Queryable): Promise<(expr: ScopeExpression) => void> {
   const clientId = config.temporalClientId;
@@ -27,9 +29,13 @@ export async function temporalGraphAuthorizer(config: Config, db: Queryable): Pr
   if (new Date(client.expires).getTime() < Date.now()) {
     throw new TgsError('AuthenticationFailed', `client ${clientId} (TGS_TEMPORAL_CLIENT_ID) expired at ${client.expires}`);
   }
+  if (client.disabled) {
+    throw new TgsError('AuthenticationFailed', `client ${clientId} (TGS_TEMPORAL_CLIENT_ID) is disabled: enable it (POST /api/auth/v1/clients/<clientId>/enable) to accept graphs started on Temporal again`);
+  }
+  const scopes = await expandWithStoredRoles(db, client.scopes);
   return (expr) => {
     try {
-      requireScopes(clientId, client.scopes, expr);
+      requireScopes(clientId, scopes, expr);
     } catch (err) {
       if (!(err instanceof TgsError)) throw err;
       throw new TgsError(err.code, `a graph started on Temporal acts as TGS_TEMPORAL_CLIENT_ID; ${err.message}`, err.details);
