@@ -43,7 +43,8 @@ export async function extendTaskGraph(
     };
     const { tasksSeen } = await readGraphBody(members, intake, () => slugid.nice(), () => intake.flush(client), onlyTasks);
     if (!tasksSeen) throw new TgsError('InputValidationError', "Input does not match the schema:\nbody must have required property 'tasks'");
-    intake.finish([]);
+    // the graph's declared scopes bound what its tasks may use, as at create
+    intake.finish(graph.scopes);
     await intake.flush(client);
     const nodeCount = graph.node_count + intake.count;
     await setNodeCounts(client, taskGraphId, nodeCount, intake.count);

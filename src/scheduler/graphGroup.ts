@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { AuthContext } from '../auth/authenticate.js';
-import type { ScopeExpression } from '../auth/scopes.js';
+import { scopeSatisfied, type ScopeExpression } from '../auth/scopes.js';
 import { prepared } from '../db/pool.js';
 import { TgsError } from '../errors.js';
 import type { ApiDeps } from '../api/deps.js';
@@ -19,6 +19,7 @@ export async function authorizeTaskInGraphGroup(
   client: pg.PoolClient,
   taskGroupId: string,
   taskId: string,
+  taskScopes: readonly string[],
   ctx: { auth: AuthContext; satisfies(expr: ScopeExpression): boolean; authorizeExpression(expr: ScopeExpression): void },
 ): Promise<{ taskGraphId: string; nodeCount: number } | undefined> {
   const { rows } = await client.query<{ origin: string }>(prepared('SELECT origin FROM task_graphs WHERE task_graph_id = $1', [taskGroupId]));
@@ -35,6 +36,11 @@ export async function authorizeTaskInGraphGroup(
     );
   }
   ctx.authorizeExpression(scope);
+  // a graph that declares its scopes holds only tasks those cover, however the task joins it (create, extend, here)
+  const undeclared = graph.scopes.length > 0 ? taskScopes.filter((s) => !scopeSatisfied(graph.scopes, s)) : [];
+  if (undeclared.length > 0) {
+    throw new TgsError('InputValidationError', `task ${taskId} uses scopes task-graph ${taskGroupId} does not declare: ${undeclared.join(', ')}`);
+  }
   if (graph.state === 'finished' || graph.state === 'canceled') {
     const { rowCount } = await client.query('SELECT 1 FROM tasks WHERE task_id = $1', [taskId]);
     // Repeating the createTask of a task the graph already has writes nothing: it answers as before.

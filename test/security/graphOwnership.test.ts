@@ -87,6 +87,30 @@ test('createTask into a task-graph\'s group needs scheduler:extend-task-graph:<i
   await stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/cancel`);
 });
 
+test('a graph that declares its scopes holds only tasks those cover, however they join: create, extend, createTask into its group', async () => {
+  const graph = { ...graphOf({ gate: {} }), scopes: ['secrets:get:project/a/*'] };
+  graph.tasks.gate.task = held('gate');
+  (graph.tasks.gate.task as Record<string, unknown>).scopes = ['secrets:get:project/a/token'];
+  const { taskGraphId } = await submit(graph);
+  const before = await graphRow(taskGraphId);
+  const over = { ...held('over'), scopes: ['secrets:get:project/b/token'] };
+  const extend = await refusal(stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/extend`, { tasks: { over: { task: over } } }));
+  assert.equal(extend.status, 400);
+  assert.match(extend.message, /tasks use scopes the graph does not declare: over/);
+  const taskId = slugid.nice();
+  const created = await refusal(stack.root.request('queue', 'PUT', `/task/${taskId}`, { ...over, taskGroupId: taskGraphId, schedulerId: stack.config.schedulerId }));
+  assert.equal(created.status, 400);
+  assert.match(created.message, /uses scopes task-graph .* does not declare: secrets:get:project\/b\/token/);
+  assert.equal(await taskExists(taskId), false);
+  assert.deepEqual(await graphRow(taskGraphId), before, 'the graph row is unchanged');
+  // within the declared scopes both ways work
+  const within = { ...held('within'), scopes: ['secrets:get:project/a/other'] };
+  await stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/extend`, { tasks: { within: { task: within } } });
+  await stack.root.request('queue', 'PUT', `/task/${slugid.nice()}`, { ...within, taskGroupId: taskGraphId, schedulerId: stack.config.schedulerId });
+  assert.equal((await graphRow(taskGraphId)).task_count, 3);
+  await stack.root.request('scheduler', 'POST', `/task-graph/${taskGraphId}/cancel`);
+});
+
 test('a finished task-graph is not reopened by createTask: 409 RequestConflict, nothing written; repeating an existing task still answers', async () => {
   const { taskGraphId, ids } = await submit(graphOf({ only: {} }));
   await workflow(taskGraphId).result();

@@ -38,7 +38,7 @@ export const createTask = declare({
     if ('errors' in result) throw new TgsError('InputValidationError', `Invalid task definition:\n${result.errors.join('\n')}`);
     authorizeExpression(createTaskScopes(result.definition));
     const { status, grown } = await withTransaction(deps.pool, async (client) => {
-      const graph = await authorizeTaskInGraphGroup(client, result.definition.taskGroupId, params.taskId, ctx);
+      const graph = await authorizeTaskInGraphGroup(client, result.definition.taskGroupId, params.taskId, result.definition.scopes, ctx);
       const [created] = await createTasks(client, deps.config, [{ taskId: params.taskId, definition: result.definition }]);
       // A task of a graph's group is a node of that graph at once, so the graph cannot finish without it.
       const nodeCount = graph ? await joinQueueTasks(client, graph.taskGraphId, [params.taskId]) : 0;
