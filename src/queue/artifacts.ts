@@ -234,12 +234,45 @@ export async function loadArtifact(db: Queryable, a: { taskId: string; runId: nu
   return rows[0];
 }
 
-export async function loadArtifactData(db: Queryable, a: { taskId: string; runId: number; name: string }): Promise<Buffer | undefined> {
-  const { rows } = await db.query<{ data: Buffer }>(
-    'SELECT data FROM artifact_data WHERE task_id = $1 AND run_id = $2 AND name = $3 ORDER BY seq',
-    [a.taskId, a.runId, a.name],
+/** What a download serves: the length the upload recorded (none for bytes stored before it was), and the bytes. */
+export interface ArtifactData {
+  length: number | undefined;
+  /** The stored chunks in order, each read from Postgres only when the reader takes the one before. */
+  chunks: AsyncGenerator<Buffer>;
+}
+
+/**
+ * The uploaded bytes of an artifact, streamed a 1 MiB chunk at a time with no connection held between chunks:
+ * memory per download is a chunk, not the artifact (eight downloads of one 64 MiB artifact took the API from 128
+ * to 996 MiB while each was read whole), and a slow reader holds no database connection. Each chunk is read
+ * together with the artifact row's version (its xmin, which every upload's final UPDATE changes), so an upload
+ * replacing the bytes mid-download ends that download with an error instead of mixing two versions.
+ * undefined when nothing was uploaded.
+ */
+export async function openArtifactData(db: Queryable, a: { taskId: string; runId: number; name: string }): Promise<ArtifactData | undefined> {
+  const key = [a.taskId, a.runId, a.name];
+  const { rows } = await db.query<{ version: string; length: string | null; first: Buffer | null }>(
+    `SELECT a.xmin::text AS version, a.details ->> 'contentLength' AS length,
+            (SELECT d.data FROM artifact_data d WHERE d.task_id = $1 AND d.run_id = $2 AND d.name = $3 AND d.seq = 0) AS first
+     FROM artifacts a WHERE a.task_id = $1 AND a.run_id = $2 AND a.name = $3`,
+    key,
   );
-  return rows.length === 0 ? undefined : rows.length === 1 ? rows[0].data : Buffer.concat(rows.map((r) => r.data));
+  if (!rows[0]?.first) return undefined;
+  const { version, length, first } = rows[0];
+  async function* chunks(): AsyncGenerator<Buffer> {
+    yield first as Buffer;
+    for (let seq = 1; ; seq++) {
+      const next = await db.query<{ version: string | null; data: Buffer | null }>(
+        `SELECT (SELECT a.xmin::text FROM artifacts a WHERE a.task_id = $1 AND a.run_id = $2 AND a.name = $3) AS version,
+                (SELECT d.data FROM artifact_data d WHERE d.task_id = $1 AND d.run_id = $2 AND d.name = $3 AND d.seq = $4) AS data`,
+        [...key, seq],
+      );
+      if (next.rows[0].version !== version) throw new Error(`artifact ${a.name} of ${a.taskId}/${a.runId} was uploaded again during the download`);
+      if (!next.rows[0].data) return;
+      yield next.rows[0].data;
+    }
+  }
+  return { length: length === null ? undefined : Number(length), chunks: chunks() };
 }
 
 /** The latest run's id (Taskcluster's "latest" artifact endpoints); 404 when the task has no run. */

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { declare, RawReply, type Endpoint, type EndpointContext } from '../../../api/endpoint.js';
 import { withTransaction } from '../../../db/pool.js';
 import { TgsError } from '../../../errors.js';
@@ -8,7 +9,7 @@ import {
   latestRunId,
   listArtifacts as listArtifactRows,
   loadArtifact,
-  loadArtifactData,
+  openArtifactData,
   signedArtifactUrl,
   storeArtifactData,
   verifyArtifactSignature,
@@ -187,9 +188,9 @@ function listArtifactsEndpoint(latest: boolean): Endpoint {
 
 const signedQuery = { expires: /^[0-9]{13}$/, sig: /^[A-Za-z0-9_-]{43}$/ };
 
-export const uploadArtifactData = declare({
+export const upopenArtifactData = declare({
   service: 'queue',
-  name: 'uploadArtifactData',
+  name: 'upopenArtifactData',
   title: 'Upload Artifact Bytes (signed URL)',
   description:
     'The target of createArtifact\'s `putUrl`: stores the request body as the artifact\'s bytes (replacing earlier ones), streamed into Postgres, up to TGS_MAX_ARTIFACT_BYTES. Authorized by the URL\'s signature, not by Hawk: a bad or expired signature is refused before the body is read. Not a Taskcluster endpoint (Taskcluster uses S3 here).',
@@ -213,9 +214,9 @@ export const uploadArtifactData = declare({
   },
 });
 
-export const downloadArtifactData = declare({
+export const downopenArtifactData = declare({
   service: 'queue',
-  name: 'downloadArtifactData',
+  name: 'downopenArtifactData',
   title: 'Download Artifact Bytes (signed URL)',
   description:
     'Where getArtifact redirects for an `s3` artifact: the uploaded bytes with their content type, made inert on this origin (`X-Content-Type-Options: nosniff`, `Content-Security-Policy: sandbox`, and `Content-Disposition: attachment` for every type but plain text, CSV, Markdown, JSON and raster images). Authorized by the URL\'s signature.',
@@ -229,9 +230,11 @@ export const downloadArtifactData = declare({
     verifyArtifactSignature(ctx.deps.issuer.current.accessToken, 'GET', a, Number(ctx.query.expires), ctx.query.sig ?? '');
     ctx.authorizeExpression({ AllOf: [] });
     const artifact = await loadArtifact(ctx.deps.pool, a);
-    const data = await loadArtifactData(ctx.deps.pool, a);
+    const data = await openArtifactData(ctx.deps.pool, a);
     if (!data) throw new TgsError('ResourceNotFound', `Artifact ${a.name} of ${a.taskId}/${a.runId} has not been uploaded yet`);
-    return new RawReply(200, { ...artifactServingHeaders(a.name, artifact.content_type), 'content-length': String(data.length), 'cache-control': 'no-cache' }, data);
+    const headers: Record<string, string> = { ...artifactServingHeaders(a.name, artifact.content_type), 'cache-control': 'no-cache' };
+    if (data.length !== undefined) headers['content-length'] = String(data.length);
+    return new RawReply(200, headers, Readable.from(data.chunks, { objectMode: false }));
   },
 });
 
@@ -246,6 +249,6 @@ export const artifactEndpoints: Endpoint[] = [
   artifactInfoEndpoint(true),
   listArtifactsEndpoint(false),
   listArtifactsEndpoint(true),
-  uploadArtifactData,
-  downloadArtifactData,
+  upopenArtifactData,
+  downopenArtifactData,
 ];
