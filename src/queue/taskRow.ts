@@ -180,6 +180,20 @@ export async function loadTaskScopes(db: Queryable, taskId: string): Promise<str
  * Which of `taskIds` exist. Named, the array through anyOf: createTask asks at every call (for its own ids and its
  * dependencies), and unnamed Postgres planned it each time.
  */
+/**
+ * The worker each of these runs was claimed by (`workerGroup/workerId`), where the run exists and was claimed.
+ * Keyed `taskId/runId`.
+ */
+export async function runClaimants(db: Queryable, runs: { taskId: string; runId: number }[]): Promise<Map<string, string>> {
+  const { rows } = await db.query<{ run: string; worker: string }>(
+    `SELECT r.task_id || '/' || r.run_id AS run, (t.runs -> r.run_id ->> 'workerGroup') || '/' || (t.runs -> r.run_id ->> 'workerId') AS worker
+     FROM unnest($1::text[], $2::int[]) AS r(task_id, run_id) JOIN tasks t ON t.task_id = r.task_id
+     WHERE t.runs -> r.run_id ->> 'workerId' IS NOT NULL`,
+    [runs.map((r) => r.taskId), runs.map((r) => r.runId)],
+  );
+  return new Map(rows.map((r) => [r.run, r.worker]));
+}
+
 export async function existingTaskIds(db: Queryable, taskIds: string[]): Promise<Set<string>> {
   const { rows } = await db.query<{ task_id: string }>(prepared(`SELECT task_id FROM tasks WHERE task_id = ${anyOf('$1', 'text')}`, [taskIds]));
   return new Set(rows.map((r) => r.task_id));

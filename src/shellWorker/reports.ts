@@ -20,9 +20,9 @@ interface Waiting {
  * first. Each report settles as its single call would: resolved, or rejected with a TgsApiError carrying the
  * item's own refusal (404, 409) or the batch's failure (a network error, a 5xx: the caller retries).
  *
- * When the batch itself is refused — 404 (a server without the endpoint), 401/403 (the worker's client lacks
- * `queue:resolve-task:` scopes, which per-run credentials carry and a least-privilege worker client does not)
- * — nothing was resolved: those reports, and every later one, go out as the single Taskcluster calls, signed
+ * A least-privilege worker client (`queue:claim-work:…`, `queue:worker-id:…`) may batch: an item is authorized by
+ * the worker-id of the worker that claimed its run. When the batch itself is refused — 404 (a server without the
+ * endpoint), 401/403 (an older server, which asks `queue:resolve-task:` scopes of every item) — nothing was resolved: those reports, and every later one, go out as the single Taskcluster calls, signed
  * with their run's credentials (`single`).
  */
 export class ReportBatcher {

@@ -180,7 +180,8 @@ test('a scope missing for one item refuses the whole batch with 403 naming it, a
   const refused = await batch(items, own.credentials);
   assert.equal(refused.status, 403, JSON.stringify(refused.body));
   assert.equal(refused.body.code, 'InsufficientScopes');
-  assert.match(refused.body.message, new RegExp(`lacks scopes: queue:resolve-task:${ids[0]}/0$`));
+  // (or the claimant's worker-id: the run's claimant is public, in its status)
+  assert.match(refused.body.message, new RegExp(`lacks scopes: any of \\(queue:resolve-task:${ids[0]}/0, queue:worker-id:grp/wkr\\)$`));
   assert.equal(typeof refused.body.requestInfo, 'object', "Taskcluster's error shape");
   const anonymous = await batch(items, null);
   assert.equal(anonymous.status, 401, JSON.stringify(anonymous.body));
@@ -192,6 +193,50 @@ test('a scope missing for one item refuses the whole batch with 403 naming it, a
   assert.equal(alone.body.resolutions[0].status.state, 'completed');
   // no claim of this test is left to expire under the next test's fingerprints
   assert.equal((await batch(ids.map((taskId) => ({ taskId, runId: 0, outcome: 'completed' })))).status, 200);
+});
+
+test('a least-privilege worker batches the reports of runs it claimed (queue:worker-id of the claimant), never another worker\'s or an unclaimed run', async () => {
+  const workerType = 'res-least';
+  const clientId = `workers/${slugid.nice()}`;
+  const made = await t.request('PUT', `/api/auth/v1/clients/${encodeURIComponent(clientId)}`, {
+    description: 'a worker with worker scopes only',
+    expires: new Date(Date.now() + 3600_000).toISOString(),
+    scopes: [`queue:claim-work:tgs-test/${workerType}`, 'queue:worker-id:grp-least/*'],
+  });
+  assert.equal(made.status, 200, JSON.stringify(made.body));
+  const worker = { clientId, accessToken: made.body.accessToken as string };
+  const claim = async (workerId: string, credentials: Credentials | undefined, n: number) => {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const taskId = slugid.nice();
+      assert.equal((await q('PUT', `/task/${taskId}`, { ...fastTask('t'), workerType })).status, 200);
+      ids.push(taskId);
+    }
+    const res = await q('POST', `/claim-work/tgs-test/${workerType}`, { workerGroup: workerId === 'other' ? 'grp' : 'grp-least', workerId, tasks: n }, credentials);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(res.body.tasks.map((x: { status: { taskId: string } }) => x.status.taskId).sort(), [...ids].sort());
+    return ids;
+  };
+  const mine = await claim('w1', worker, 2);
+  // another worker's run (claimed by root as grp/other), and a run nobody claimed
+  const theirs = await claim('other', undefined, 1);
+  const unclaimed = slugid.nice();
+  assert.equal((await q('PUT', `/task/${unclaimed}`, { ...fastTask('t'), workerType: 'res-nobody' })).status, 200);
+  await t.api.deps.workers.flush();
+  const before = await databaseFingerprint(t.db.pool);
+  for (const [stranger, label] of [[theirs[0], 'another worker\'s run'], [unclaimed, 'an unclaimed run']] as const) {
+    const refused = await batch([...mine, stranger].map((taskId) => ({ taskId, runId: 0, outcome: 'completed' })), worker);
+    assert.equal(refused.status, 403, `${label}: ${JSON.stringify(refused.body)}`);
+    assert.match(refused.body.message, new RegExp(`queue:resolve-task:${stranger}/0`), label);
+  }
+  assert.deepEqual(await databaseFingerprint(t.db.pool), before, 'a refused batch writes nothing');
+  const ok = await batch(mine.map((taskId) => ({ taskId, runId: 0, outcome: 'completed' })), worker);
+  assert.equal(ok.status, 200, JSON.stringify(ok.body));
+  assert.deepEqual(ok.body.resolutions.map((r: { status: { state: string } }) => r.status.state), ['completed', 'completed']);
+  // the single reports keep Taskcluster's rule: the worker's own client cannot use them for its runs
+  const single = await q('POST', `/task/${theirs[0]}/runs/0/completed`, undefined, worker);
+  assert.equal(single.status, 403);
+  assert.equal((await batch([{ taskId: theirs[0], runId: 0, outcome: 'completed' }])).status, 200);
 });
 
 /** A claimed task and the per-run credentials claimWork gave for it. */

@@ -2,6 +2,7 @@ import { declare, type JsonSchema } from '../../api/endpoint.js';
 import { SLUGID_PATTERN } from '../../api/patterns.js';
 import { EXCEPTION_REASONS, resolveRuns, type Resolution } from '../resolveTask.js';
 import { taskStatusSchema } from './schemas.js';
+import { runClaimants } from '../taskRow.js';
 
 /**
  * The most runs one reportResolutions call resolves. A worker's capacity is at most 32 (claimWork's `tasks`);
@@ -36,8 +37,10 @@ export const reportResolutions = declare<{ resolutions: Resolution[] }>({
   description:
     `Resolve up to ${MAX_RESOLUTIONS} runs in one call, each exactly as reportCompleted, reportFailed or ` +
     'reportException would (same checks, same idempotency when repeated, same messages), in the order given. ' +
-    'Needs the single reports\' scope for every item; a missing one refuses the whole call (403) before anything ' +
-    'is resolved. The answer has one entry per item, in order: `{taskId, runId, status}`, or ' +
+    'Each item needs the single reports\' scope `queue:resolve-task:<taskId>/<runId>`, or ' +
+    '`queue:worker-id:<workerGroup>/<workerId>` of the worker that claimed that run (which could report it anyway, with ' +
+    'the credentials its claim handed out); an item with neither refuses the whole call (403) before anything is ' +
+    'resolved. The answer has one entry per item, in order: `{taskId, runId, status}`, or ' +
     '`{taskId, runId, error: {code, message}}` for an item the single report would refuse (404 ResourceNotFound, ' +
     '409 RequestConflict; InternalServerError when its task kept changing: report it again). A server without ' +
     'this endpoint answers 404: report each run with the single calls.',
@@ -60,8 +63,17 @@ export const reportResolutions = declare<{ resolutions: Resolution[] }>({
       },
     },
   }),
-  async handler({ body, deps, authorize, request }) {
-    authorize({ runs: body.resolutions.map((r) => `${r.taskId}/${r.runId}`) });
+  async handler({ body, deps, satisfies, authorizeExpression, request }) {
+    const resolveScope = (r: Resolution) => `queue:resolve-task:${r.taskId}/${r.runId}`;
+    const uncovered = body.resolutions.filter((r) => !satisfies(resolveScope(r)));
+    // The claimant's identity is read only for a caller without the resolve scopes (a least-privilege worker).
+    const claimants = uncovered.length > 0 ? await runClaimants(deps.pool, uncovered) : new Map<string, string>();
+    authorizeExpression({
+      AllOf: body.resolutions.map((r) => {
+        const claimant = claimants.get(`${r.taskId}/${r.runId}`);
+        return claimant === undefined ? resolveScope(r) : { AnyOf: [resolveScope(r), `queue:worker-id:${claimant}`] };
+      }),
+    });
     const results = await resolveRuns(deps.pool, deps.config, deps.groupAnnouncer, body.resolutions);
     for (const [i, result] of results.entries()) {
       if (!('status' in result)) continue;
