@@ -61,6 +61,15 @@ export async function ensureIssuerClient(db: Queryable): Promise<ClientRecord> {
   return (await readIssuerClient(db)) as ClientRecord;
 }
 
+/**
+ * Gives the issuer client a new token (after a leak): every API process uses it within ISSUER_REFRESH_MS
+ * (src/auth/issuer.ts), and what the old one signed — run credentials, artifact URLs — stops working.
+ */
+export async function rotateIssuerToken(db: Queryable): Promise<void> {
+  const { rowCount } = await db.query('UPDATE clients SET access_token = $2, last_rotated = now() WHERE client_id = $1', [ISSUER_CLIENT_ID, generateAccessToken()]);
+  if (rowCount === 0) throw new Error(`no ${ISSUER_CLIENT_ID} client in this database: has \`tgs migrate\` or \`tgs api\` run against it?`);
+}
+
 /** The issuer client's row, or undefined where it does not exist. */
 export async function readIssuerClient(db: Queryable): Promise<ClientRecord | undefined> {
   const { rows } = await db.query<ClientRow & { disabled: boolean }>(

@@ -9,6 +9,7 @@ import { registerClientCommand } from './commands/client.js';
 import { registerShellWorkerCommand } from './commands/shellWorker.js';
 import { registerGraphCommand } from './commands/graph.js';
 import { registerTaskCommand } from './commands/task.js';
+import { registerRotateIssuerTokenCommand } from './commands/rotateIssuerToken.js';
 
 /** The `tgs` program: every command registers itself from src/cli/commands/<command>.ts. */
 export function buildProgram(): Command {
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerShellWorkerCommand(program);
   registerGraphCommand(program);
   registerTaskCommand(program);
+  registerRotateIssuerTokenCommand(program);
   return program;
 }
 

@@ -10,6 +10,8 @@ import { createTemporaryCredentials } from '../../src/auth/temporaryCredentials.
 import { ROOT_CLIENT_ID } from '../../src/config.js';
 import { ISSUER_REFRESH_MS } from '../../src/auth/issuer.js';
 import { fastTask } from '../../support/graphs.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 
 let t: TestApi;
 before(async () => {
@@ -118,8 +120,9 @@ test('rotating the issuer token takes effect in a running API within seconds: wh
   const artifact = await t.request('POST', `/api/queue/v1/task/${taskId}/runs/0/artifacts/public/a.txt`, { storageType: 's3', contentType: 'text/plain', expires: new Date(Date.now() + 3600_000).toISOString() }, runCredentials);
   assert.equal(artifact.status, 200, JSON.stringify(artifact.body));
   assert.equal((await t.request('GET', `/api/queue/v1/task/${taskId}/status`, undefined, runCredentials)).status, 200, 'before: the run credentials work');
-  // the operator's rotation after a leak (docs/security.md)
-  await t.db.pool.query('UPDATE clients SET access_token = $2 WHERE client_id = $1', [ISSUER_CLIENT_ID, randomBytes(33).toString('base64url')]);
+  // the operator's rotation after a leak (docs/security.md): `tgs rotate-issuer-token`
+  const rotated = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', 'rotate-issuer-token'], { env: { ...process.env, DATABASE_URL: t.db.url } });
+  assert.match(rotated.stdout, /rotated the token of static\/tgs\/queue/);
   const deadline = Date.now() + ISSUER_REFRESH_MS + 3000;
   let status = 200;
   while (status === 200 && Date.now() < deadline) {
