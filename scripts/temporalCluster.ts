@@ -74,7 +74,13 @@ async function start() {
     process.exit(2);
   }
   mkdirSync(dir, { recursive: true });
+  // Ctrl-C while starting: exit, which SIGKILLs the processes started so far (support/temporalCluster.ts)
+  const interrupted = () => process.exit(130);
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   const cluster = await startTemporalCluster({ name, dir, shards, postgres, log: say });
+  process.off('SIGINT', interrupted);
+  process.off('SIGTERM', interrupted);
   writeFileSync(stateFile, JSON.stringify({ pid: process.pid, address: cluster.address, processes: cluster.processes }, null, 2));
   console.log(`Temporal cluster "${name}": frontend ${cluster.address}, namespace ${cluster.namespace}, ${shards} history shards`);
   for (const service of CLUSTER_SERVICES) {

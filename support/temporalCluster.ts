@@ -74,10 +74,36 @@ interface Running {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The last lines of a log file, for an error that says why a process did not come up. */
-function tail(file: string, lines = 15): string {
+/**
+ * A free port under 32768. The cluster_membership table keeps each process's port in a SMALLINT, so a process on
+ * one of Linux's ephemeral ports (32768-60999, where `listen(0)` lands) cannot join: it exits with `value "34219"
+ * is out of range for type smallint`. Tried at random in 20000-32767, where nothing of this machine listens by
+ * default, through freePort (which keeps a port it probed from being handed out again at once).
+ */
+async function freeLowPort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const candidate = 20000 + Math.floor(Math.random() * 12768);
+    if ((await freePort(candidate)) === candidate) return candidate;
+  }
+  throw new Error('no free port in 20000-32767 after 50 tries');
+}
+
+/** The last lines of a log file, for an error that says why a process did not come up (Temporal logs JSON lines: their level, message and error). */
+function tail(file: string, lines = 8): string {
   try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+    return readFileSync(file, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .slice(-lines)
+      .map((line) => {
+        try {
+          const entry = JSON.parse(line) as { level?: string; msg?: string; error?: string };
+          return `${entry.level} ${entry.msg}${entry.error ? `: ${entry.error}` : ''}`;
+        } catch {
+          return line;
+        }
+      })
+      .join('\n');
   } catch {
     return '(no log)';
   }
@@ -117,8 +143,8 @@ export async function startTemporalCluster(options: TemporalClusterOptions = {})
   for (const service of CLUSTER_SERVICES) {
     processes[service] = {
       pid: 0,
-      port: await freePort(),
-      membershipPort: await freePort(),
+      port: await freeLowPort(),
+      membershipPort: await freeLowPort(),
       metricsPort: await freePort(),
       logFile: path.join(dir, `${service}.log`),
     };
@@ -167,7 +193,7 @@ export async function startTemporalCluster(options: TemporalClusterOptions = {})
     return entry;
   };
 
-  /** Resolves once the service listens on its gRPC port (the frontend: once it answers GetSystemInfo). */
+  /** Resolves once the service listens (the frontend: once it answers GetSystemInfo). */
   const awaitServing = async (service: ClusterService, timeoutMs = 60_000) => {
     const proc = processes[service];
     const entry = running.get(service);
@@ -176,8 +202,11 @@ export async function startTemporalCluster(options: TemporalClusterOptions = {})
       if (!entry || entry.child.exitCode !== null || entry.child.signalCode !== null) {
         throw new Error(`temporal ${service} exited while starting; the end of ${proc.logFile}:\n${tail(proc.logFile)}`);
       }
-      if (listensOn(proc.pid, proc.port) !== false && (service !== 'frontend' || (await frontendAnswers(address)))) return;
-      if (Date.now() > deadline) throw new Error(`temporal ${service} did not serve on 127.0.0.1:${proc.port} within ${timeoutMs / 1000} s; the end of ${proc.logFile}:\n${tail(proc.logFile)}`);
+      // the worker service serves no gRPC (its port only names it in the membership ring): it is up once it
+      // listens for the ring's gossip
+      const port = service === 'worker' ? proc.membershipPort : proc.port;
+      if (listensOn(proc.pid, port) !== false && (service !== 'frontend' || (await frontendAnswers(address)))) return;
+      if (Date.now() > deadline) throw new Error(`temporal ${service} did not serve on 127.0.0.1:${port} within ${timeoutMs / 1000} s; the end of ${proc.logFile}:\n${tail(proc.logFile)}`);
       await sleep(200);
     }
   };
