@@ -134,6 +134,7 @@ export async function startTemporalCluster(options: TemporalClusterOptions = {})
   const cli = ensureTemporalCli((line) => log(line.replace(/^tgs: /, '')));
 
   const schemaStarted = Date.now();
+  const created = !(await databaseExists(pgOptions, databases.main));
   for (const [database, schema] of [[databases.main, 'temporal'], [databases.visibility, 'visibility']] as const) {
     await setUpDatabase(build, pgOptions, database, schema, log);
   }
@@ -229,7 +230,12 @@ export async function startTemporalCluster(options: TemporalClusterOptions = {})
 
   try {
     const started = Date.now();
-    for (const service of CLUSTER_SERVICES) launch(service);
+    // History first, alone: each process writes the cluster's metadata record at start if it is missing, and on a
+    // new database two doing so at once made one exit ("failed to initialize current cluster metadata"). Once one
+    // process serves, the others find the record; they start together.
+    launch('history');
+    await awaitServing('history');
+    for (const service of CLUSTER_SERVICES) if (service !== 'history') launch(service);
     log(`started ${CLUSTER_SERVICES.map((s) => `${s} (pid ${processes[s].pid}, :${processes[s].port})`).join(', ')}; logs in ${dir}`);
     await Promise.all(CLUSTER_SERVICES.map((service) => awaitServing(service)));
     log(`all four services serve (${Date.now() - started} ms); frontend at ${address}`);
@@ -237,6 +243,8 @@ export async function startTemporalCluster(options: TemporalClusterOptions = {})
     log(`namespace ${namespace} registered (${Date.now() - started} ms after start)`);
   } catch (err) {
     await stopAll();
+    // databases this start created go with it; a kept cluster's stay
+    if (created) await dropTemporalClusterDatabases(name, options.postgres).catch(() => undefined);
     throw err;
   }
 

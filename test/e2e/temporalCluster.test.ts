@@ -2,12 +2,15 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import slugid from 'slugid';
 import { startStack, eventually, type Stack } from '../../support/stack.js';
 import { startFastWorker, type ClaimedTask } from '../../support/fastWorker.js';
 import { graphOf } from '../../support/graphs.js';
 import { startTemporalCluster, type ClusterService, type TemporalCluster } from '../../support/temporalCluster.js';
+import { Client } from '@temporalio/client';
 import { ensureTemporalCli } from '../../src/temporal/devServer.js';
+import { ensureSearchAttributes } from '../../src/worker.js';
 import { rerunSignal, SEARCH_ATTRIBUTES, statusQuery } from '../../src/workflows/contract.js';
 
 // tgs on Temporal as platform teams run it: frontend, history, matching and worker as four processes on Postgres
@@ -64,12 +67,8 @@ test('the cluster runs frontend, history, matching and worker as four processes'
   for (const pid of pids) assert.doesNotThrow(() => process.kill(pid, 0), `process ${pid} runs`);
 });
 
-test('the scheduler worker registered tgs search attributes on the cluster SQL visibility store', async () => {
-  const listed = JSON.parse(await temporal('operator', 'search-attribute', 'list', '--output', 'json'));
-  const custom = Object.keys(listed.customAttributes ?? {});
-  for (const key of Object.values(SEARCH_ATTRIBUTES)) assert.ok(custom.includes(key.name), `${key.name} among ${custom.join(', ')}`);
-});
-
+// The first graph is submitted as soon as the scheduler worker has registered the search attributes: on SQL
+// visibility the server applies them through its namespace cache, and a start naming them was refused until then.
 test('a graph submitted over HTTP finishes; the stock CLI lists it by TaskGraphState and queries its status', async () => {
   const { taskGraphId, workflowId } = await submit(graphOf({ a: {}, b: { requires: ['a'] }, c: { requires: ['a'] }, d: { requires: ['b', 'c'] } }));
   assert.deepEqual(await stack.client.workflow.getHandle(workflowId).result(), { taskGraphId, state: 'finished' });
@@ -77,10 +76,39 @@ test('a graph submitted over HTTP finishes; the stock CLI lists it by TaskGraphS
   const status = await queryStatus(workflowId);
   assert.equal(status.state, 'finished');
   assert.equal(status.counts.completed, 4);
+  // the workflow lives in the cluster's Postgres database, on one of its history shards
+  const db = new pg.Client({ host: '127.0.0.1', port: 5432, user: 'postgres', database: cluster.databases.main });
+  await db.connect();
+  const rows = await db.query<{ shard_id: number }>('SELECT shard_id FROM current_executions WHERE workflow_id = $1', [workflowId]).finally(() => db.end());
+  assert.equal(rows.rowCount, 1, `${workflowId} in ${cluster.databases.main}.current_executions`);
+  assert.ok(rows.rows[0].shard_id >= 1 && rows.rows[0].shard_id <= 4, `shard ${rows.rows[0].shard_id} of 4`);
   await eventually(async () => {
     const out = await temporal('workflow', 'list', '--query', `${SEARCH_ATTRIBUTES.state.name}='finished'`, '--output', 'json');
     return out.includes(workflowId);
   }, '`temporal workflow list` finds the finished graph on SQL visibility', 30_000);
+});
+
+test('the scheduler worker registered tgs search attributes on the cluster SQL visibility store', async () => {
+  const listed = JSON.parse(await temporal('operator', 'search-attribute', 'list', '--output', 'json'));
+  const custom = Object.keys(listed.customAttributes ?? {});
+  for (const key of Object.values(SEARCH_ATTRIBUTES)) assert.ok(custom.includes(key.name), `${key.name} among ${custom.join(', ')}`);
+});
+
+test('on a namespace without them, ensureSearchAttributes returns once the server accepts a start naming them', async () => {
+  const namespace = `tgs-fresh-${slugid.nice().slice(0, 8).toLowerCase()}`;
+  await run(cli, ['operator', 'namespace', 'create', '--namespace', namespace, '--retention', '24h', '--address', cluster.address], { timeout: 30_000 });
+  await eventually(async () => {
+    await stack.client.connection.operatorService.listSearchAttributes({ namespace });
+    return true;
+  }, `namespace ${namespace} known to the frontend`);
+  await ensureSearchAttributes({ ...stack.config, temporalNamespace: namespace });
+  const fresh = new Client({ connection: stack.client.connection, namespace });
+  const handle = await fresh.workflow.start('nothing', {
+    taskQueue: 'nobody-polls-this',
+    workflowId: `sa-${slugid.nice()}`,
+    searchAttributes: { [SEARCH_ATTRIBUTES.state.name]: ['running'] },
+  });
+  await handle.terminate('the test only needed it started');
 });
 
 test('a blocked graph is listed as blocked, and `temporal workflow signal --name rerun` makes it finish', async () => {
