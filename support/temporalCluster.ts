@@ -109,7 +109,11 @@ function tail(file: string, lines = 8): string {
   }
 }
 
-/** Every cluster process this Node process started and has not seen exit: killed when Node exits, however it exits. */
+/**
+ * Every cluster process this Node process started and has not seen exit: SIGKILLed when Node exits (its end, or
+ * process.exit). A signal that kills Node skips this; a test file killed by scripts/test.mjs takes its process group,
+ * which these processes are in, and `npm run temporal-cluster -- stop` ends those of a killed start.
+ */
 const live = new Set<ChildProcess>();
 let exitHookInstalled = false;
 function killLiveOnExit(): void {

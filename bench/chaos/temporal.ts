@@ -75,9 +75,22 @@ export class ClusterTemporal {
     await this.cluster.kill(service, 'SIGKILL');
   }
 
-  /** Starts the service again (SIGTERM first if it runs, as a rolling restart does); ms until it serves. */
+  /**
+   * Starts the service again (SIGTERM first if it runs, as a rolling restart does); ms until it serves. A process
+   * that exits while starting is started again, up to five times, as a supervisor would: a frontend restarted while
+   * Postgres had no connection left (max_connections) exited at once with "no usable database connection found".
+   */
   async restart(service: ClusterService): Promise<number> {
-    return this.cluster.restart(service);
+    const started = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.cluster.restart(service);
+        return Date.now() - started;
+      } catch (err) {
+        if (attempt >= 5) throw err;
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    }
   }
 
   /** Stops the four processes; drops the databases unless they are kept for diagnosis. */
