@@ -44,9 +44,9 @@ function go(args: string[], env: NodeJS.ProcessEnv = process.env, stdio: 'inheri
 }
 
 /**
- * Finds the server, the schema tool and the schema, or builds what is missing from the Go module proxy (about
- * 5 minutes on a 2-core machine the first time, seconds with a warm Go build cache). Says what it does, because a
- * silent 5-minute wait looks like a hang.
+ * Finds the server, the schema tool and the schema, or builds what is missing from the Go module proxy (5 minutes
+ * on an idle 2-core machine the first time, 9 on a busy one; seconds with a warm Go build cache). Says what it
+ * does, because a silent 5-minute wait looks like a hang.
  */
 export function ensureTemporalServerBuild(log: (line: string) => void = (l) => console.error(l)): TemporalServerBuild {
   const found = findTemporalServerBuild();
@@ -60,7 +60,7 @@ export function ensureTemporalServerBuild(log: (line: string) => void = (l) => c
   mkdirSync(temporalCacheDir, { recursive: true });
   if (!existsSync(serverPath()) || !existsSync(sqlToolPath())) {
     log(`tgs: building the Temporal server ${TEMPORAL_SERVER_VERSION} (the CLI ${TEMPORAL_CLI_VERSION}'s) and its SQL schema tool into ${temporalCacheDir}`);
-    log('tgs: this happens once and takes about 5 minutes on a 2-core machine...');
+    log('tgs: this happens once and takes 5-10 minutes on a 2-core machine...');
     const started = Date.now();
     // go install names the binaries after their packages (`server`, `sql`): install into a directory of their own,
     // then move them to names that say what they are.
