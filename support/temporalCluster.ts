@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -63,7 +63,7 @@ export interface TemporalCluster {
   kill(service: ClusterService, signal?: NodeJS.Signals): Promise<void>;
   /** Starts a service again on its ports (stopping it first with SIGTERM if it runs); resolves once it serves, with the milliseconds that took. */
   restart(service: ClusterService): Promise<number>;
-  /** Stops every process (SIGTERM, SIGKILL after 10 s); drops the databases with `dropDatabases`. */
+  /** Stops every process (SIGTERM, SIGKILL after 10 s); drops the databases with `dropDatabases` (and the log directory, when it was a temporary one). */
   stop(options?: { dropDatabases?: boolean }): Promise<void>;
 }
 
@@ -278,6 +278,8 @@ export async function startTemporalCluster(options: TemporalClusterOptions = {})
       if (stopOptions.dropDatabases) {
         await dropTemporalClusterDatabases(name, options.postgres);
         log(`dropped ${databases.main} and ${databases.visibility}`);
+        // the logs of a temporary directory go with the databases; a given directory is the caller's
+        if (options.dir === undefined) rmSync(dir, { recursive: true, force: true });
       }
     },
   };
