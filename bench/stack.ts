@@ -117,7 +117,7 @@ export async function startBenchStack(options: { separateProcesses: boolean; pos
       return names;
     },
     maxRssMb() {
-      const temporal = { 'temporal dev server': rssMb(stack.temporal.process.pid as number) };
+      const temporal = { 'temporal dev server': rssMb(stack.temporal.process?.pid as number) };
       return separateProcesses
         ? { ...Object.fromEntries(processes.map((p) => [`tgs ${p.name}`, rssMb(p.child.pid as number)])), 'bench (fast worker, graph builder)': rssMb(process.pid), ...temporal }
         : { 'tgs (api+relay+bridge+worker in one process)': rssMb(process.pid), ...temporal };

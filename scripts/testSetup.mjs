@@ -1,5 +1,6 @@
 // What the test suite needs on the machine, found or set up before any test runs: PostgreSQL and RabbitMQ
-// (started when installed but stopped), the Temporal CLI (built once, as `tgs dev` builds it) and Chromium
+// (started when installed but stopped), the Temporal CLI (built once, as `tgs dev` builds it), the Temporal server
+// and its SQL schema tool (built once, for the tests on a Temporal cluster) and Chromium
 // (installed from Debian's packages when running as root). Says what it does; where it cannot set something up it
 // stops at once with the command to run, instead of letting dozens of tests fail on it.
 import { spawnSync } from 'node:child_process';
@@ -100,6 +101,17 @@ async function ensureTemporal() {
   }
 }
 
+async function ensureTemporalServer() {
+  // The server binary and schema tool the cluster tests start (support/temporalCluster.ts).
+  const { findTemporalServerBuild, ensureTemporalServerBuild } = await import('../support/temporalServerBuild.ts');
+  if (findTemporalServerBuild()) return;
+  try {
+    ensureTemporalServerBuild((line) => say(line.replace(/^tgs: /, '')));
+  } catch (err) {
+    throw new SetupError(err.message);
+  }
+}
+
 function ensureChromium() {
   const path = process.env.TGS_CHROMIUM || '/usr/bin/chromium';
   if (existsSync(path)) return;
@@ -121,4 +133,5 @@ export async function setUpTestMachine() {
   await ensureRabbit();
   ensureChromium();
   await ensureTemporal();
+  await ensureTemporalServer();
 }

@@ -29,8 +29,32 @@ export async function ensureSearchAttributes(config: Config): Promise<void> {
         `the Temporal namespace ${config.temporalNamespace} lacks the search attributes ${missing.join(', ')} (type Keyword) and refused to add them (${(err as Error).message}); add them in your Temporal namespace settings`,
       );
     }
+    await untilSearchable(connection, config.temporalNamespace, missing);
   } finally {
     await connection.close();
+  }
+}
+
+/**
+ * Waits until the server accepts a query naming the attributes just added. A server on SQL visibility (a Temporal
+ * cluster on Postgres) applies them through each service's namespace cache, and until then refuses what names them:
+ * on the cluster of support/temporalCluster.ts a workflow start with TaskGraphState was refused ("Namespace default
+ * has no mapping defined for search attribute TaskGraphState") for about a second after the add, which made the
+ * API's first graphs answer 503. The query goes through the same cache as a start.
+ */
+async function untilSearchable(connection: Connection, namespace: string, names: string[], timeoutMs = 60_000): Promise<void> {
+  const query = names.map((name) => `${name} = ''`).join(' AND ');
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await connection.workflowService.listWorkflowExecutions({ namespace, query, pageSize: 1 });
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) {
+        throw new Error(`added the search attributes ${names.join(', ')} to the Temporal namespace ${namespace}, but ${timeoutMs / 1000} s later the server still refuses a query naming them (${(err as Error).message})`);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
   }
 }
 

@@ -7,16 +7,24 @@ import { ensureSearchAttributes } from '../src/worker.js';
 import amqp from 'amqplib';
 import { bridgeQueueName, startBridge } from '../src/bridge/bridge.js';
 import { startRelay } from '../src/exchanges/relay.js';
-import type { DevServer } from '../src/temporal/devServer.js';
+import type { ChildProcess } from 'node:child_process';
 import { ApiClient } from '../src/client/http.js';
 import { startTestApi, type TestApi } from './api.js';
 import { startTestTemporal } from './temporal.js';
 import { workflowBundle } from './workflowEnv.js';
 
+/** The Temporal server a stack uses: its own dev server, or one it was given (`temporalAddress`), which it leaves running. */
+export interface StackTemporal {
+  address: string;
+  /** the dev server's process; undefined for a given server */
+  process?: ChildProcess;
+  stop(): Promise<void>;
+}
+
 export interface Stack {
   api: TestApi;
   config: Config;
-  temporal: DevServer;
+  temporal: StackTemporal;
   client: Client;
   root: ApiClient;
   bridge: Awaited<ReturnType<typeof startBridge>> | undefined;
@@ -31,7 +39,7 @@ export interface Stack {
 /**
  * Everything a graph needs, for real: Postgres (own database), the API, the outbox relay and the bridge
  * on RabbitMQ (own exchange prefix, so test files never see each other's messages), a Temporal dev
- * server and the scheduler worker.
+ * server (or the given `temporalAddress`) and the scheduler worker.
  */
 export async function startStack(
   options: {
@@ -47,12 +55,19 @@ export async function startStack(
     log?: (line: string) => void;
     /** the Postgres server the stack's database is created on (default: the tests' server, support/db.ts) */
     postgresUrl?: string;
+    /**
+     * Use this Temporal frontend (e.g. a cluster of support/temporalCluster.ts) instead of starting a dev server;
+     * its namespace gets tgs's search attributes from the scheduler worker, as in production. `stop()` leaves it up.
+     */
+    temporalAddress?: string;
   } = {},
 ): Promise<Stack> {
-  const temporal = await startTestTemporal({
-    dynamicConfig: options.dynamicConfig,
-    ...(options.registerSearchAttributes === false ? { searchAttributes: {} } : {}),
-  });
+  const temporal: StackTemporal = options.temporalAddress
+    ? { address: options.temporalAddress, stop: async () => undefined }
+    : await startTestTemporal({
+        dynamicConfig: options.dynamicConfig,
+        ...(options.registerSearchAttributes === false ? { searchAttributes: {} } : {}),
+      });
   const prefix = `test-${randomBytes(4).toString('hex')}/`;
   const api = await startTestApi({
     temporalAddress: temporal.address,

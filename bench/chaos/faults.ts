@@ -1,6 +1,6 @@
 import type { FaultName, ServiceControl } from './options.js';
 import type { Fleet } from './processes.js';
-import type { DurableTemporal } from './temporal.js';
+import { ClusterTemporal, DurableTemporal } from './temporal.js';
 import { restartPostgres, restartRabbitmq } from './services.js';
 
 /** One fault as it happened. */
@@ -20,7 +20,7 @@ export interface FaultRecord {
 
 export interface FaultTargets {
   fleet: Fleet;
-  temporal: DurableTemporal;
+  temporal: DurableTemporal | ClusterTemporal;
   services: ServiceControl;
   downMs: number;
   /**
@@ -45,8 +45,10 @@ async function relaysReady(t: FaultTargets, restartedAt: number, timeoutMs: numb
  * Injects one fault and undoes it as a supervisor (or an operator) would: a SIGKILLed process is started
  * again after `downMs`; an API gets SIGTERM as in a rolling deploy (taken out of the workers' rotation at the same
  * moment, as a Kubernetes Service does) and is started again once it exited, back in rotation once ready;
- * RabbitMQ's app is stopped for `downMs`; Postgres restarts in fast mode; the Temporal server is SIGKILLed
- * and started again after `downMs` on its history file.
+ * RabbitMQ's app is stopped for `downMs`; Postgres restarts in fast mode; the Temporal dev server is SIGKILLed
+ * and started again after `downMs` on its history file; a Temporal cluster's history or matching process is
+ * SIGKILLed and started again after `downMs`, its frontend restarted at once (SIGTERM, then started: a rolling
+ * restart), the cluster's other processes serving on.
  */
 export async function injectFault(name: FaultName, t: FaultTargets): Promise<FaultRecord> {
   const startedAt = Date.now();
@@ -80,9 +82,18 @@ export async function injectFault(name: FaultName, t: FaultTargets): Promise<Fau
     } else if (name === 'restart-postgres') {
       await restartPostgres(t.services);
     } else if (name === 'kill-temporal') {
+      if (!(t.temporal instanceof DurableTemporal)) throw new Error('kill-temporal is the dev server\'s fault; a cluster has kill-temporal-history, kill-temporal-matching, restart-temporal-frontend');
       await t.temporal.kill();
       await pause();
       await t.temporal.up();
+    } else if (name === 'kill-temporal-history' || name === 'kill-temporal-matching' || name === 'restart-temporal-frontend') {
+      if (!(t.temporal instanceof ClusterTemporal)) throw new Error(`${name} needs --topology cluster`);
+      const service = name === 'restart-temporal-frontend' ? 'frontend' : name === 'kill-temporal-history' ? 'history' : 'matching';
+      if (name !== 'restart-temporal-frontend') {
+        await t.temporal.kill(service);
+        await pause();
+      }
+      record.readyAfterMs = await t.temporal.restart(service);
     } else {
       throw new Error(`unknown fault ${name}`);
     }

@@ -15,7 +15,7 @@ import { ApiClient, TgsApiError } from '../../src/client/http.js';
 import { findTemporalCli, freePort } from '../../src/temporal/devServer.js';
 import type { ChaosOptions, FaultName } from './options.js';
 import { Fleet } from './processes.js';
-import { DurableTemporal } from './temporal.js';
+import { ClusterTemporal, DurableTemporal } from './temporal.js';
 import { Observer } from './observer.js';
 import { startWorkers } from './workers.js';
 import { graphBody, planGraph, rng, type GraphPlan } from './load.js';
@@ -82,7 +82,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const pool = createPool(databaseUrl, 4);
   await migrate(pool);
   const amqpUrl = createVhost(services, vhost);
-  const temporal = await DurableTemporal.start(dir);
+  const temporal = options.topology === 'cluster' ? await ClusterTemporal.start(dir, services.pgBase, log) : await DurableTemporal.start(dir);
   const rootAccessToken = randomBytes(20).toString('hex');
   const root = { clientId: ROOT_CLIENT_ID, accessToken: rootAccessToken };
   const apiPorts: [number, number] = [await freePort(), await freePort()];
@@ -256,6 +256,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       conditions: {
         concurrentGraphs: options.concurrentGraphs, taskMaxMs: options.taskMaxMs, workerSlots: options.workerSlots, claimBatch: options.claimBatch,
         downMs: options.downMs, claimTimeoutSeconds: options.claimTimeoutSeconds, postgres: services.pgBase, rabbitmq: services.amqpBase,
+        temporal: options.topology === 'cluster' ? 'cluster: frontend, history, matching, worker as four processes on the run\'s Postgres, 4 history shards' : 'dev server (SQLite on disk)',
         processes: 'api, relay, bridge, scheduler-worker: two copies each, node --import tsx src/cli/entry.ts; workers, observer and harness in one more node process',
       },
       graphs: plans.length,
@@ -274,11 +275,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     await workers?.stop();
     await fleet.stopAll();
     await observer.stop();
-    await temporal.stop();
+    await temporal.stop({ keep });
     await pool.end();
     void loadDone;
     if (keep) {
-      log(`kept for diagnosis: database ${databaseUrl}, vhost ${vhost}, logs and Temporal history in ${dir}`);
+      const cluster = temporal instanceof ClusterTemporal ? `, the Temporal cluster's databases ${temporal.cluster.databases.main} and ${temporal.cluster.databases.visibility}` : '';
+      log(`kept for diagnosis: database ${databaseUrl}, vhost ${vhost}${cluster}, logs and Temporal history in ${dir}`);
     } else {
       deleteVhost(services, vhost);
       const c = new pg.Client({ connectionString: `${services.pgBase}/postgres` });

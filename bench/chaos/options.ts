@@ -7,7 +7,17 @@ export type FaultName =
   | `term-api-${1 | 2}`
   | 'restart-rabbitmq'
   | 'restart-postgres'
-  | 'kill-temporal';
+  | 'kill-temporal'
+  | 'kill-temporal-history'
+  | 'kill-temporal-matching'
+  | 'restart-temporal-frontend';
+
+/**
+ * The Temporal server a run uses: `dev`, the dev server (one process, SQLite on disk; fault `kill-temporal`), or
+ * `cluster`, frontend, history, matching and worker as four processes on the run's Postgres
+ * (support/temporalCluster.ts; faults `kill-temporal-history`, `kill-temporal-matching`, `restart-temporal-frontend`).
+ */
+export type Topology = 'dev' | 'cluster';
 
 export interface ServiceControl {
   /** Postgres server URL without a database (`postgres://user@host:port`); each run creates its own database. */
@@ -41,6 +51,8 @@ export interface ChaosOptions {
   /** the longest the load may take to settle after the last fault (graphs submitted late still run) */
   settleTimeoutMs: number;
   services: ServiceControl;
+  /** the Temporal server's topology (`dev` when omitted) */
+  topology?: Topology;
   log: (line: string) => void;
 }
 
@@ -49,6 +61,18 @@ export const processFaults: FaultName[] = [
   'kill-scheduler-worker-1', 'kill-scheduler-worker-2', 'term-api-1', 'term-api-2',
 ];
 export const serviceFaults: FaultName[] = ['restart-rabbitmq', 'restart-postgres', 'kill-temporal'];
+/** The Temporal cluster's faults: a service process SIGKILLed and started again, the frontend restarted (SIGTERM). */
+export const clusterFaults: FaultName[] = ['kill-temporal-history', 'kill-temporal-matching', 'restart-temporal-frontend'];
+
+/** The faults of a topology: `kill-temporal` is the dev server's, the cluster's three are the cluster's. */
+export function topologyFaults(topology: Topology): { faults: FaultName[]; combined: FaultName[][] } {
+  if (topology === 'dev') return { faults: [...processFaults, ...serviceFaults], combined: defaultCombined };
+  const swap = (f: FaultName): FaultName => (f === 'kill-temporal' ? 'kill-temporal-history' : f);
+  return {
+    faults: [...processFaults, ...serviceFaults.filter((f) => f !== 'kill-temporal'), ...clusterFaults],
+    combined: defaultCombined.map((group) => group.map(swap)),
+  };
+}
 export const defaultCombined: FaultName[][] = [
   ['kill-relay-1', 'kill-bridge-1', 'kill-scheduler-worker-1'],
   ['kill-temporal', 'restart-rabbitmq'],
@@ -66,15 +90,19 @@ export function machineServices(pgVersion: string): ServiceControl {
   };
 }
 
-export function parseFlags(args: string[]): { size: 'full' | 'short'; faults?: FaultName[]; combined: boolean; privateServices: boolean; only?: string } {
-  const value = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+export function parseFlags(args: string[]): { size: 'full' | 'short'; faults?: FaultName[]; combined: boolean; privateServices: boolean; topology: Topology; only?: string } {
+  // `--name=value`, or `--name value`
+  const value = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : undefined);
+  const topology = (value('topology') ?? 'dev') as Topology;
+  if (topology !== 'dev' && topology !== 'cluster') throw new Error(`--topology ${topology}: give dev (the Temporal dev server) or cluster (four Temporal processes on Postgres)`);
   const faults = value('faults')?.split(',').filter(Boolean) as FaultName[] | undefined;
-  const known = new Set<string>([...processFaults, ...serviceFaults]);
-  for (const f of faults ?? []) if (!known.has(f)) throw new Error(`unknown fault ${f}; known: ${[...known].join(', ')}`);
+  const known = new Set<string>(topologyFaults(topology).faults);
+  for (const f of faults ?? []) if (!known.has(f)) throw new Error(`unknown fault ${f} for --topology ${topology}; known: ${[...known].join(', ')}`);
   return {
     size: args.includes('--short') ? 'short' : 'full',
     faults,
     combined: !args.includes('--no-combined'),
     privateServices: args.includes('--private-services'),
+    topology,
   };
 }

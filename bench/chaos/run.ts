@@ -1,11 +1,13 @@
 /**
- * `npm run chaos [-- --short] [-- --private-services] [-- --faults=kill-api-1,...] [-- --no-combined]`:
+ * `npm run chaos [-- --short] [-- --private-services] [-- --faults=kill-api-1,...] [-- --no-combined] [-- --topology cluster]`:
  * the fault suite at full size (200 graphs in flight, 20,000 tasks at least) against the machine's
- * Postgres and RabbitMQ (restarted as the faults say) unless --private-services starts private ones.
+ * Postgres and RabbitMQ (restarted as the faults say) unless --private-services starts private ones, on a Temporal
+ * dev server, or with `--topology cluster` on a Temporal cluster (four processes on that Postgres) whose history and
+ * matching are SIGKILLed and frontend restarted.
  * Writes bench/results/chaos.json and prints the per-fault table; exits 1 when a check failed.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { defaultCombined, machineServices, parseFlags, processFaults, serviceFaults, type ChaosOptions } from './options.js';
+import { machineServices, parseFlags, topologyFaults, type ChaosOptions } from './options.js';
 import { postgresVersion, startPrivateServices } from './services.js';
 import { runChaos } from './harness.js';
 import { renderChaosTable } from './report.js';
@@ -17,8 +19,8 @@ const full = flags.size === 'full';
 const options: ChaosOptions = {
   concurrentGraphs: full ? 200 : 10,
   totalTasks: full ? 20_000 : 300,
-  faults: flags.faults ?? [...processFaults, ...serviceFaults],
-  combined: flags.combined ? defaultCombined : [],
+  faults: flags.faults ?? topologyFaults(flags.topology).faults,
+  combined: flags.combined ? topologyFaults(flags.topology).combined : [],
   downMs: 2000,
   workerSlots: full ? 48 : 8,
   claimBatch: 4,
@@ -26,6 +28,7 @@ const options: ChaosOptions = {
   claimTimeoutSeconds: 30,
   settleTimeoutMs: full ? 1_800_000 : 180_000,
   services: privateServices?.control ?? machineServices(postgresVersion()),
+  topology: flags.topology,
   log,
 };
 
