@@ -192,5 +192,34 @@ export const rerunSignal = defineSignal<[RerunRequest]>('rerun');
 export const cancelSignal = defineSignal<[CancelRequest]>('cancel');
 export const statusQuery = defineQuery<StatusQueryResult>('status');
 export const taskQuery = defineQuery<TaskQueryResult, [TaskRef]>('task');
+/**
+ * One source of a graph's unresolved tasks, as the workflow's model sees it (the `explain` query): `failed` (no
+ * reruns left), `external` (another group's unresolved task it depends on), `live` (pending or running in the
+ * queue), `rerun` (about to run again), `ready` (about to be scheduled), `stuck` (waiting with its requirements met:
+ * a model out of step with the queue).
+ */
+export interface ExplainCause {
+  kind: 'failed' | 'external' | 'live' | 'rerun' | 'ready' | 'stuck';
+  taskId: string;
+  label: string;
+  /** unresolved members this source explains */
+  count: number;
+}
+
+export interface ExplainQueryResult {
+  state: GraphState;
+  /** unresolved members */
+  unresolved: number;
+  /** members waiting on requirements */
+  waiting: number;
+  /** the sources explaining most first */
+  causes: ExplainCause[];
+  /** causes past the query's limit */
+  omittedCauses: number;
+}
+
+export const explainQuery = defineQuery<ExplainQueryResult, [{ limit?: number }?]>('explain');
+/** Reconcile now instead of after reconcileAfterMs of quiet: an explain call found a task the model should have scheduled. */
+export const reconcileSignal = defineSignal<[]>('reconcile');
 /** A manual rerun whose validator answers at once (the HTTP rerun endpoint). */
 export const rerunUpdate = defineUpdate<RerunAccepted, [RerunRequest]>('rerunTask');

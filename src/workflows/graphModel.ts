@@ -191,6 +191,11 @@ export class GraphModel {
     return out;
   }
 
+  /** Calls `fn` with each dependent of node i, without building an array (explain walks every edge). */
+  forEachDependent(i: number, fn: (d: number) => void): void {
+    for (let e = this.depStart[i]; e < this.depStart[i + 1]; e++) fn(this.deps[e]);
+  }
+
   requiresOf(i: number): number[] {
     const out: number[] = [];
     for (let e = this.reqStart[i]; e < this.reqStart[i + 1]; e++) out.push(this.reqs[e]);

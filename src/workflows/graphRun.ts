@@ -8,7 +8,9 @@ import { bulk, hot } from './activityProxies.js';
 import { shouldContinueAsNew } from './continueAsNew.js';
 import {
   cancelSignal,
+  explainQuery,
   extendedSignal,
+  reconcileSignal,
   rerunSignal,
   rerunUpdate,
   resolutionsSignal,
@@ -31,6 +33,7 @@ import {
 } from './contract.js';
 import { GraphModel, NODE_STATE_NAMES, type DispatchItem } from './graphModel.js';
 import { Refusals } from './refusals.js';
+import { explainModel } from './explain.js';
 
 const DEFAULT_TUNING: Required<TuningOptions> = {
   // 1,000 tasks × ~60 bytes keeps one dispatch input near 60 KB, far below the 2 MB payload limit,
@@ -175,7 +178,12 @@ export class GraphRun {
         if (refusal) throw new Error(refusal);
       },
     });
+    wf.setHandler(reconcileSignal, () => {
+      this.reconcileDue = true;
+      this.dirty = true;
+    });
     wf.setHandler(statusQuery, () => this.status());
+    wf.setHandler(explainQuery, (req) => explainModel(this.model, this.labels, Math.min(Math.max(1, req?.limit ?? 1000), 20_000)));
     wf.setHandler(taskQuery, (req) => this.task(req ?? {}));
   }
 

@@ -3,6 +3,7 @@ import { ping } from './ping.js';
 import { cancelTask, createTask, getStatus, getTask, rerunTask, scheduleTask } from './tasks.js';
 import { claimTask, claimWork, pendingTasks, reclaimTask, reportCompleted, reportException, reportFailed } from './claims.js';
 import { reportResolutions } from './resolutions.js';
+import { explainTaskEndpoint } from './explain.js';
 import { healthEndpoints } from '../../api/health.js';
 import { finishArtifact } from './artifacts/finish.js';
 import { getTaskQueue, listTaskQueues } from './taskQueues.js';
@@ -17,6 +18,7 @@ export const queueEndpoints: Endpoint[] = [
   createTask,
   getTask,
   getStatus,
+  explainTaskEndpoint,
   scheduleTask,
   rerunTask,
   cancelTask,

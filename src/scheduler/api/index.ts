@@ -2,6 +2,7 @@ import type { Endpoint } from '../../api/endpoint.js';
 import { createTaskGraphEndpoint } from './createTaskGraph.js';
 import { cancelEndpoint, extendEndpoint, rerunEndpoint } from './actions.js';
 import { listTaskGraphsEndpoint } from './list.js';
+import { explainGraphEndpoint } from './explain.js';
 import { taskGraphNodesEndpoint } from './nodes.js';
 import { taskGraphChangesEndpoint } from './changes.js';
 import { infoEndpoint, inspectEndpoint, inspectTaskEndpoint, pingEndpoint, statusEndpoint } from './reads.js';
@@ -14,6 +15,7 @@ export const schedulerEndpoints: Endpoint[] = [
   infoEndpoint,
   inspectEndpoint,
   inspectTaskEndpoint,
+  explainGraphEndpoint,
   listTaskGraphsEndpoint,
   taskGraphNodesEndpoint,
   taskGraphChangesEndpoint,

@@ -188,9 +188,9 @@ function listArtifactsEndpoint(latest: boolean): Endpoint {
 
 const signedQuery = { expires: /^[0-9]{13}$/, sig: /^[A-Za-z0-9_-]{43}$/ };
 
-export const upopenArtifactData = declare({
+export const uploadArtifactData = declare({
   service: 'queue',
-  name: 'upopenArtifactData',
+  name: 'uploadArtifactData',
   title: 'Upload Artifact Bytes (signed URL)',
   description:
     'The target of createArtifact\'s `putUrl`: stores the request body as the artifact\'s bytes (replacing earlier ones), streamed into Postgres, up to TGS_MAX_ARTIFACT_BYTES. Authorized by the URL\'s signature, not by Hawk: a bad or expired signature is refused before the body is read. Not a Taskcluster endpoint (Taskcluster uses S3 here).',
@@ -214,9 +214,9 @@ export const upopenArtifactData = declare({
   },
 });
 
-export const downopenArtifactData = declare({
+export const downloadArtifactData = declare({
   service: 'queue',
-  name: 'downopenArtifactData',
+  name: 'downloadArtifactData',
   title: 'Download Artifact Bytes (signed URL)',
   description:
     'Where getArtifact redirects for an `s3` artifact: the uploaded bytes with their content type, made inert on this origin (`X-Content-Type-Options: nosniff`, `Content-Security-Policy: sandbox`, and `Content-Disposition: attachment` for every type but plain text, CSV, Markdown, JSON and raster images). Authorized by the URL\'s signature.',
@@ -249,6 +249,6 @@ export const artifactEndpoints: Endpoint[] = [
   artifactInfoEndpoint(true),
   listArtifactsEndpoint(false),
   listArtifactsEndpoint(true),
-  upopenArtifactData,
-  downopenArtifactData,
+  uploadArtifactData,
+  downloadArtifactData,
 ];

@@ -1,0 +1,40 @@
+import { declare } from '../../api/endpoint.js';
+import { requireGraph } from '../graphStore.js';
+import { explainGraph } from '../explainGraph.js';
+import { reconcileNow } from '../reconcileNow.js';
+import { explainQuery, workflowIdFor, type ExplainQueryResult } from '../../workflows/contract.js';
+import { GET_TASK_GRAPH } from './shapes.js';
+
+/** How many sources the workflow's model lists for one explanation (the rest are counted). */
+const MODEL_CAUSES = 5_000;
+
+export const explainGraphEndpoint = declare({
+  service: 'scheduler',
+  name: 'explainTaskGraph',
+  title: 'Explain Task-Graph (tgs extension)',
+  description:
+    'Why the graph has not finished: `{taskGraphId, state, asOf, summary, unresolved, rootCauses: [{kind, taskId?, label?, taskQueueId?, count, action}], …}`, ' +
+    'the causes explaining most tasks first (at most `limit`, default 20), each unresolved task counted under one cause ' +
+    '(docs/formats.md § Explanations). From the graph workflow\'s model (its `explain` query) and the queue\'s rows.',
+  method: 'get',
+  route: '/task-graph/<taskGraphId>/explain',
+  scopes: GET_TASK_GRAPH,
+  concurrency: 'graphReads',
+  query: { limit: /^[1-9][0-9]{0,2}$/ },
+  async handler({ params, query, deps }) {
+    const row = await requireGraph(deps.pool, params.taskGraphId);
+    await deps.workers.flush();
+    let model: ExplainQueryResult | undefined;
+    if (row.state === 'running' || row.state === 'blocked') {
+      try {
+        const client = await deps.temporal.get();
+        model = await client.workflow.getHandle(workflowIdFor(row.task_graph_id)).query(explainQuery, { limit: MODEL_CAUSES });
+      } catch {
+        // the workflow is not running (yet, or any more): the rows alone explain
+      }
+    }
+    const explanation = await explainGraph(deps.pool, row, model, { now: new Date(), claimWorkWaitMs: deps.config.claimWorkWaitMs, limit: Number(query.limit ?? 20) });
+    if (explanation.reconciling) explanation.reconciling = await reconcileNow(deps, row.task_graph_id);
+    return explanation;
+  },
+});
