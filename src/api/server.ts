@@ -138,17 +138,13 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
   for (const endpoint of endpoints) {
     const base = `/api/${endpoint.service}/v1`;
     const declaredParams = templateParameters(endpoint.scopes ?? { AllOf: [] });
-    // Per route: an alias may lack a parameter the scopes name (`/namespaces` for `/namespaces/<namespace>`); the
-    // handler then authorizes with the value it stands for.
-    const autoAuthorizes = (route: string) => {
-      const routeParams = new Set([...route.matchAll(/<([a-zA-Z]+)>/g)].map((m) => m[1]));
-      return endpoint.scopes !== undefined && [...declaredParams].every((p) => routeParams.has(p));
-    };
+    const routeParams = new Set([...endpoint.route.matchAll(/<([a-zA-Z]+)>/g)].map((m) => m[1]));
+    const autoAuthorize = endpoint.scopes !== undefined && [...declaredParams].every((p) => routeParams.has(p));
     // What can be checked before the body is read: the declared scopes in full, or the conjuncts that need
     // only route parameters (createTaskGraph's scheduler:create-task-graph); anonymous callers of an endpoint
     // whose scopes the `anonymous` role cannot satisfy for any parameters are refused as well.
     const earlyPartOf = (route: string) => {
-      if (endpoint.scopes === undefined || autoAuthorizes(route)) return undefined;
+      if (endpoint.scopes === undefined || autoAuthorize) return undefined;
       const wildcardName = wildcardParam(route);
       const pathParams = new Set([...route.matchAll(/<([a-zA-Z]+)>/g)].map((m) => m[1]));
       if (wildcardName) pathParams.add(wildcardName);
@@ -166,7 +162,6 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
     const admit = (route: string) => {
       const wildcard = wildcardParam(route);
       const earlyPart = earlyPartOf(route);
-      const autoAuthorize = autoAuthorizes(route);
       return async (request: FastifyRequest, reply: FastifyReply) => {
         try {
           const params = { ...(request.params as Record<string, string>) };

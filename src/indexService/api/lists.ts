@@ -4,7 +4,7 @@ import { NAMESPACE_PARAM, checkNamespace } from '../namespace.js';
 import { listNamespaces as listNamespaceRows, listTasks as listTaskRows } from '../store.js';
 import { listNamespacesSchema, listTasksSchema } from './schemas.js';
 
-/** A list's namespace: '' (the root: `/namespaces/`, `/namespaces`) or an index path. */
+/** A list's namespace: '' (the root: `/namespaces/`, `/tasks/`, what the client calls for '') or an index path. */
 function namespaceOf(params: Record<string, string>): string {
   const namespace = params.namespace ?? '';
   if (namespace !== '') checkNamespace(namespace, 'namespace');
@@ -19,14 +19,12 @@ export const listNamespaces = declare({
     'The namespaces directly under a namespace (the root when it is empty) that hold an unexpired entry, by name, paged (limit ≤ 1000, continuationToken).',
   method: 'get',
   route: '/namespaces/<namespace>',
-  aliases: ['/namespaces'],
   params: { namespace: NAMESPACE_PARAM },
   scopes: 'index:list-namespaces:<namespace>',
   query: PAGE_QUERY,
   output: listNamespacesSchema,
   async handler(ctx) {
     const namespace = namespaceOf(ctx.params);
-    ctx.authorize({ namespace });
     const { page, next } = await readPage(ctx.query, (after, limit) => listNamespaceRows(ctx.deps.pool, namespace, after, limit), (n) => n.name);
     return { namespaces: page, ...next };
   },
@@ -39,14 +37,12 @@ export const listTasks = declare({
   description: 'The unexpired entries directly in a namespace (the root when it is empty), by name, paged (limit ≤ 1000, continuationToken).',
   method: 'get',
   route: '/tasks/<namespace>',
-  aliases: ['/tasks'],
   params: { namespace: NAMESPACE_PARAM },
   scopes: 'index:list-tasks:<namespace>',
   query: PAGE_QUERY,
   output: listTasksSchema,
   async handler(ctx) {
     const namespace = namespaceOf(ctx.params);
-    ctx.authorize({ namespace });
     const { page, next } = await readPage(ctx.query, (after, limit) => listTaskRows(ctx.deps.pool, namespace, after, limit), (t) => t.name);
     return { tasks: page.map(({ name: _name, ...entry }) => entry), ...next };
   },
