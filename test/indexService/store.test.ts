@@ -1,9 +1,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import slugid from 'slugid';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
 import { fastTask } from '../../support/graphs.js';
-import { withTransaction } from '../../src/db/pool.js';
+import { createPool, withTransaction } from '../../src/db/pool.js';
+import { migrate } from '../../src/db/migrate.js';
+import { pgliteUrl } from '../../src/db/pglite.js';
 import { insertNewTasks } from '../../src/queue/createTasks.js';
 import { validateTaskDefinition, type TaskDefinition } from '../../src/queue/definition.js';
 import { expireIndex, findTask, listNamespaces, listTasks, upsertIndexedTask } from '../../src/indexService/store.js';
@@ -23,12 +28,12 @@ after(async () => {
 const inDays = (n: number) => new Date(Date.now() + n * 24 * 3600 * 1000).toISOString();
 
 /** A stored task with these routes and `extra` (as createTask stores it); its taskId. */
-async function storedTask(extra: Record<string, unknown>, routes: string[], expires = inDays(30)): Promise<string> {
+async function storedTask(extra: Record<string, unknown>, routes: string[], expires = inDays(30), pool = db.pool): Promise<string> {
   const taskId = slugid.nice();
   const checked = validateTaskDefinition({ ...fastTask('indexed'), routes, extra, expires }, taskId, new Date());
   if ('errors' in checked) throw new Error(checked.errors.join('; '));
   const definition: TaskDefinition = checked.definition;
-  await withTransaction(db.pool, (client) => insertNewTasks(client, [{ taskId, definition }], { scheduleIndependent: true, dependenciesKnown: true, now: new Date() }));
+  await withTransaction(pool, (client) => insertNewTasks(client, [{ taskId, definition }], { scheduleIndependent: true, dependenciesKnown: true, now: new Date() }));
   return taskId;
 }
 
@@ -156,4 +161,21 @@ test('completion: the relay\'s delete indexes with its rows; a batch sent again 
   assert.deepEqual(await findTask(db.pool, 'replay.a'), entry);
   assert.equal((await db.pool.query(`SELECT count(*)::int AS n FROM indexed_tasks WHERE namespace = 'replay'`)).rows[0].n, 1);
   assert.equal((await db.pool.query('SELECT count(*)::int AS n FROM outbox')).rows[0].n, 0);
+});
+
+test('the embedded PGlite database (tgs dev) runs the same migration and statements', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'tgs-index-pglite-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const pool = createPool(pgliteUrl(path.join(dir, 'pglite')));
+  t.after(() => pool.end());
+  await migrate(pool);
+  const expires = inDays(2);
+  const taskId = await storedTask({ index: { rank: 2, data: { v: 1 }, expires } }, ['index.embedded.ns.a'], inDays(30), pool);
+  const odd = await storedTask({ index: { expires: 'soon' } }, ['index.embedded.ns.odd'], inDays(30), pool);
+  assert.equal((await pool.query<{ written: number }>(INDEX_COMPLETIONS, [[taskId, odd]])).rows[0].written, 1);
+  assert.deepEqual(await findTask(pool, 'embedded.ns.a'), { namespace: 'embedded.ns.a', taskId, rank: 2, data: { v: 1 }, expires });
+  assert.equal((await upsertIndexedTask(pool, 'embedded.ns.a', { taskId: slugid.nice(), rank: 1, data: {}, expires: inDays(1) })).taskId, taskId);
+  assert.deepEqual((await listNamespaces(pool, 'embedded', '', 10)).map((n) => n.namespace), ['embedded.ns']);
+  const { rows } = await pool.query<{ scopes: string[] }>(`SELECT scopes FROM roles WHERE role_id = 'anonymous'`);
+  for (const scope of ['index:find-task:*', 'index:list-namespaces:*', 'index:list-tasks:*']) assert.ok(rows[0].scopes.includes(scope), scope);
 });
