@@ -48,7 +48,7 @@ const toEntry = (row: EntryRow): IndexedTask => ({
  * a lower one (an expired entry not yet swept counts as absent). Rows of one path in one call (two completions of a
  * relay batch) leave the highest rank, and of equal ranks the latest `ord`: the same as writing them one by one
  * in order, in one statement (ON CONFLICT may not touch a row twice). The namespaces above every entry written are
- * created or have their expiry moved up to the entry's, rounded up to the next midnight (UTC). Rows are written
+ * created or have their expiry moved up to the entry's, rounded up to the next midnight (UTC; within year 9999). Rows are written
  * in key order so two writers lock them in the same order. `written` holds the entries written.
  */
 export const upsertStatement = (source: string) => `WITH src AS (${source}),
@@ -63,7 +63,8 @@ export const upsertStatement = (source: string) => `WITH src AS (${source}),
     RETURNING t.namespace, t.name, t.rank, t.task_id, t.data, t.expires),
   parts AS (
     SELECT array_to_string(s.p[1:i - 1], '.') AS parent, s.p[i] AS name,
-           max(date_trunc('day', w.expires, 'UTC') + interval '1 day') AS expires
+           -- capped at the last date-time of year 9999, the latest a Taskcluster date-time can be
+           max(LEAST(date_trunc('day', w.expires, 'UTC') + interval '1 day', timestamptz '9999-12-31 23:59:59.999+00')) AS expires
       FROM written w
       CROSS JOIN LATERAL (SELECT string_to_array(w.namespace, '.') AS p) s
       CROSS JOIN LATERAL generate_subscripts(s.p, 1) AS i

@@ -27,7 +27,7 @@ CREATE INDEX index_namespaces_expires ON index_namespaces (expires);
 -- `task.extra.index.expires` as the index reads it when a task completes (src/indexService/completions.ts): an
 -- ISO 8601 date-time, else NULL (the task is then not indexed). A cast that fails inside the relay's statement
 -- would fail the whole batch again and again, so the failure is caught here.
-CREATE FUNCTION tgs_index_expires(value jsonb) RETURNS timestamptz LANGUAGE plpgsql IMMUTABLE AS $$
+CREATE FUNCTION tgs_index_expires(value jsonb) RETURNS timestamptz LANGUAGE plpgsql STABLE AS $$
 BEGIN
   IF jsonb_typeof(value) <> 'string' OR value #>> '{}' !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}' THEN
     RETURN NULL;

@@ -90,6 +90,8 @@ test('listTasks and listNamespaces page by name; namespaces get the latest expir
   assert.equal(top.namespace, 'paging');
   const latest = new Date(inDays(7));
   assert.ok(new Date(top.expires) > latest && new Date(top.expires).getUTCHours() === 0, `the root's child expires after its latest entry, at midnight: ${top.expires}`);
+  await upsertIndexedTask(db.pool, 'paging.last.leaf', { taskId: slugid.nice(), rank: 0, data: {}, expires: '9999-12-31T23:59:59Z' });
+  assert.deepEqual((await listNamespaces(db.pool, 'paging', 'l', 1)).map((n) => n.expires), ['9999-12-31T23:59:59.999Z'], 'the latest date-time, not year 10000');
   const tasks = await listTasks(db.pool, 'paging', 't1', 2);
   assert.deepEqual(tasks.map((t) => [t.namespace, t.data]), [['paging.t2', { i: 2 }], ['paging.t3', { i: 3 }]]);
 });
