@@ -186,3 +186,13 @@ test('the anonymous role holds the index\'s read scopes (migration 022): reads n
   assert.equal((await scoped.insertTask('anon.reads.y', { taskId, rank: 0, data: {}, expires: taskcluster.fromNowJSON('1 hour') })).namespace, 'anon.reads.y');
   await refused(scoped.insertTask('anon.other', { taskId, rank: 0, data: {}, expires: taskcluster.fromNowJSON('1 hour') }), 403, 'InsufficientScopes');
 });
+
+test('the index serves its OpenAPI document, generated from the same declarations', async () => {
+  const res = await fetch(`${t.rootUrl}/api/index/v1/openapi.json`);
+  assert.equal(res.status, 200);
+  const doc = (await res.json()) as { servers: { url: string }[]; paths: Record<string, Record<string, { operationId: string }>> };
+  assert.equal(doc.servers[0].url, `${t.rootUrl}/api/index/v1`);
+  const operations = Object.values(doc.paths).flatMap((methods) => Object.values(methods).map((op) => op.operationId));
+  assert.deepEqual(operations.sort(), indexEndpoints.map((e) => e.name).sort());
+  assert.ok(doc.paths['/task/{indexPath}/artifacts/{name}'].get);
+});
