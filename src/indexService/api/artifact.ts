@@ -55,7 +55,7 @@ export const findArtifactFromTask = declare({
     authorizeRead(ctx, name);
     const { taskId } = await entryAt(ctx.deps, indexPath);
     const url = `${ctx.deps.config.rootUrl.replace(/\/+$/, '')}/api/queue/v1/task/${taskId}/artifacts/${encodeArtifactName(name)}`;
-    const location = isPublicArtifact({ name }) ? url : signedLink(ctx.deps.issuer, url, taskId, name);
+    const location = isPublicArtifact({ name }) ? url : signedLink(ctx.deps.issuer.current, url, taskId, name);
     return new RawReply(303, { location, 'content-type': 'application/json' }, JSON.stringify({ url: location }));
   },
 });
