@@ -10,6 +10,8 @@ import { queueEndpoints } from '../queue/api/index.js';
 import { artifactEndpoints } from '../queue/api/artifacts/index.js';
 import { authEndpoints } from '../auth/api/index.js';
 import { schedulerEndpoints } from '../scheduler/api/index.js';
+import { indexEndpoints } from '../indexService/api/index.js';
+import { expireIndex } from '../indexService/store.js';
 import type { ApiDeps } from './deps.js';
 import type { Endpoint } from './endpoint.js';
 import { LazyTemporalClient } from '../temporal/connection.js';
@@ -29,7 +31,7 @@ import { gracefulStopper } from './gracefulStop.js';
  * Every endpoint the API serves, in OpenAPI order. The authorization matrix test (test/security) walks
  * this list, so an endpoint added here is checked for its scopes without editing the test.
  */
-export const apiEndpoints: Endpoint[] = [...queueEndpoints, ...artifactEndpoints, ...authEndpoints, ...schedulerEndpoints];
+export const apiEndpoints: Endpoint[] = [...queueEndpoints, ...artifactEndpoints, ...authEndpoints, ...schedulerEndpoints, ...indexEndpoints];
 
 export interface ApiApp {
   app: FastifyInstance;
@@ -61,7 +63,10 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
   workers.start();
   const clients = expandingClientStore(createClientStore(pool, config.rootAccessToken, issuer), roles);
   const deps: ApiDeps = { config, pool, clients, issuer, temporal, claimWaiter, groupAnnouncer, roles, workers };
-  const sweeps = startSweeps(pool, config, logLine, [['missing workflows', () => startMissingWorkflows(pool, config, temporal)]]);
+  const sweeps = startSweeps(pool, config, logLine, [
+    ['missing workflows', () => startMissingWorkflows(pool, config, temporal)],
+    ['index expiry', () => expireIndex(pool)],
+  ]);
   const app = createApiServer(deps, apiEndpoints, options);
   registerHttpMetrics(app, apiEndpoints, options.logger);
   const unobserve = observeQueueDatabase(config.databaseUrl, pool);

@@ -10,6 +10,7 @@ import { registerShellWorkerCommand } from './commands/shellWorker.js';
 import { registerGraphCommand } from './commands/graph.js';
 import { registerTaskCommand } from './commands/task.js';
 import { registerRotateIssuerTokenCommand } from './commands/rotateIssuerToken.js';
+import { registerIndexCommand } from './commands/indexLookup.js';
 
 /** The `tgs` program: every command registers itself from src/cli/commands/<command>.ts. */
 export function buildProgram(): Command {
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerGraphCommand(program);
   registerTaskCommand(program);
   registerRotateIssuerTokenCommand(program);
+  registerIndexCommand(program);
   return program;
 }
 

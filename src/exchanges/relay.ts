@@ -9,6 +9,7 @@ import type { QueueExchange } from './exchanges.js';
 import { taskMessage } from '../queue/messages.js';
 import { OutageLog } from '../outageLog.js';
 import type { TaskRow } from '../queue/taskRow.js';
+import { completedExchange, completionToIndex, OUTBOX_DELETE_INDEXING } from '../indexService/completions.js';
 
 // Only one relay publishes at a time, so messages leave in outbox id order, but for a row whose transaction committed
 // after a higher id's row was read (it follows in a later batch); per task order is kept (src/exchanges/outboxCursor.ts).
@@ -362,11 +363,16 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
     return { more: more || laneSize >= BATCH, size: rows.length + pulled.length + laneSize, startedAt: seen.startedAt };
   };
 
+  const indexedExchange = completedExchange(config.exchangePrefix);
   const publishRows = async (ch: BusConfirmChannel, rows: OutboxRow[]) => {
     const publishedAt = Date.now(); // AMQP timestamp (seconds) + RabbitMQ's timestamp_in_ms header: the bridge's lag metric
+    // completed tasks with `index.` routes, indexed by the delete's statement (src/indexService/completions.ts)
+    const toIndex: string[] = [];
     sendTogether(ch, () => {
       for (const row of rows) {
         const message = outboxMessage(config, row);
+        const indexed = completionToIndex(indexedExchange, message);
+        if (indexed !== undefined) toIndex.push(indexed);
         ch.publish(message.exchange, message.routingKey, Buffer.from(JSON.stringify(message.payload)), {
           messageId: message.messageId,
           persistent: true,
@@ -377,7 +383,8 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
       }
     });
     await ch.waitForConfirms();
-    await pool.query(prepared(OUTBOX_DELETE, [rows.filter((r) => !r.deferred).map((r) => r.id), rows.filter((r) => r.deferred).map((r) => r.id)]));
+    const ids = [rows.filter((r) => !r.deferred).map((r) => r.id), rows.filter((r) => r.deferred).map((r) => r.id)];
+    await pool.query(toIndex.length === 0 ? prepared(OUTBOX_DELETE, ids) : prepared(OUTBOX_DELETE_INDEXING, [...ids, toIndex]));
     stats.published += rows.length;
     stats.batches++;
   };

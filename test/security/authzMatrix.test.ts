@@ -70,6 +70,7 @@ async function build(world: World) {
   await world.existingClient();
   await world.sealedGroup();
   await world.existingRole();
+  await world.indexedTask();
 }
 
 /** Sets the `anonymous` role's scopes (as root, through the auth API) and checks an anonymous caller holds them. */
@@ -93,6 +94,7 @@ class World {
   private client?: Promise<string>;
   private sealed?: Promise<string>;
   private role?: Promise<string>;
+  private indexed?: Promise<string>;
 
   /** A task claimed by a worker (run 0 running) with a private `s3` artifact whose bytes are uploaded. */
   claimedTask() {
@@ -152,6 +154,16 @@ class World {
     })());
   }
 
+  /** An index entry (root's insertTask) pointing at the claimed task, which holds the private artifact. */
+  indexedTask() {
+    return (this.indexed ??= (async () => {
+      const indexPath = `matrix.${this.id}.task`;
+      const taskId = (await this.claimedTask()).taskId;
+      ok(await call('PUT', `/api/index/v1/task/${indexPath}`, { taskId, rank: 0, data: {}, expires: inDays(1) }), 'index the task');
+      return indexPath;
+    })());
+  }
+
   existingRole() {
     return (this.role ??= (async () => {
       const roleId = `matrix-existing-${this.id}`;
@@ -205,6 +217,13 @@ const PARAMS: Record<string, Candidate[]> = {
   clientId: [existing(async (w) => segment(await w.existingClient())), fresh(() => segment(`matrix/new-${randomBytes(4).toString('hex')}`))],
   roleId: [existing(async (w) => segment(await w.existingRole())), fresh(() => segment(`matrix-new-${randomBytes(4).toString('hex')}`))],
   taskGraphId: [existing(async (w) => (await w.runningGraph()).taskGraphId), fresh(() => slugid.nice())],
+  indexPath: [existing(async (w) => w.indexedTask())],
+  // an entry's path (insert replaces it, delete removes it, the lists list nothing under it), its namespace, a new path
+  namespace: [
+    existing(async (w) => w.indexedTask()),
+    existing(async (w) => (await w.indexedTask()).replace(/\.task$/, '')),
+    fresh(() => `matrix.new.${randomBytes(4).toString('hex')}`),
+  ],
   taskIdOrLabel: [existing(async (w) => (await w.runningGraph()).doneLabel), existing(async (w) => (await w.runningGraph()).unscheduledTaskId)],
 };
 
@@ -226,6 +245,7 @@ const BODIES: Record<string, (w: World) => unknown> = {
   'queue.declareWorker': () => ({ expires: inDays(1) }),
   'queue.quarantineWorker': () => ({ quarantineUntil: inDays(1) }),
   'queue.finishArtifact': () => ({ uploadId: slugid.v4() }),
+  'index.insertTask': () => ({ taskId: slugid.nice(), rank: 0, data: {}, expires: inDays(1) }),
   'scheduler.createTaskGraph': () => ({ routing: 'matrix', tasks: { one: { task: fastTask('one') } } }),
   'scheduler.extendTaskGraph': () => ({ tasks: { more: { requires: ['done'], task: fastTask('more') } } }),
 };
@@ -378,6 +398,7 @@ test('with the default anonymous role, exactly the endpoints whose scopes it gra
   }
   assert.deepEqual(await fingerprint(), before, 'anonymous calls changed the database');
   // the reads migration 016 gives anonymous callers, by name: the generated expectation above must agree
+  for (const name of ['findTask', 'listNamespaces', 'listTasks']) assert.ok(answered.includes(`index.${name}`), `index.${name} answers anonymous callers`);
   for (const name of ['task', 'status', 'listTaskGroup', 'getTaskGroup', 'listDependentTasks', 'listArtifacts', 'listLatestArtifacts', 'pendingTasks', 'listTaskQueues', 'getTaskQueue', 'listProvisioners', 'getProvisioner', 'listWorkerTypes', 'getWorkerType']) {
     assert.ok(answered.includes(`queue.${name}`), `queue.${name} answers anonymous callers`);
   }

@@ -44,6 +44,8 @@ before(async () => {
     roleId: 'fuzz%3Abodies',
     taskGraphId: slugid.nice(),
     taskIdOrLabel: 'build',
+    indexPath: 'fuzz.bodies.a',
+    namespace: 'fuzz.bodies.a',
   });
 });
 after(async () => {
@@ -59,6 +61,8 @@ const VALID: Record<string, () => unknown> = {
   'scheduler.extendTaskGraph': () => ({ tasks: { more: { task: fastTask('more') } } }),
   // an uploadId is a v4 slugid
   'queue.finishArtifact': () => ({ uploadId: slugid.v4() }),
+  // a taskId is a slugid
+  'index.insertTask': () => ({ taskId: values.taskId, rank: 0, data: {}, expires: new Date(Date.now() + 3600_000).toISOString() }),
   // the claimed run (at least one item)
   'queue.reportResolutions': () => ({ resolutions: [{ taskId: values.taskId, runId: 0, outcome: 'completed' }] }),
 };

@@ -17,7 +17,7 @@ import { assertAnswered, assertNoPrototypePollution, fuzzParameters, hostileText
  */
 
 let t: TestApi;
-const real = { taskId: '', runId: '0', name: 'private/fuzz/log.txt', clientId: 'fuzz/reader', taskGraphId: '', taskIdOrLabel: 'build' };
+const real = { taskId: '', runId: '0', name: 'private/fuzz/log.txt', clientId: 'fuzz/reader', taskGraphId: '', taskIdOrLabel: 'build', indexPath: 'fuzz.idx.a', namespace: 'fuzz.idx' };
 before(async () => {
   // no Temporal here (nor a server at this address): __heartbeat__ answers 503 naming it, at once
   t = await startTestApi({ claimWorkWaitMs: 200, temporalAddress: '127.0.0.1:1' });
@@ -31,6 +31,8 @@ before(async () => {
   // a stored graph (its workflow is not started: this file runs no Temporal), so graph reads reach their queries
   real.taskGraphId = slugid.nice();
   await createTaskGraph(t.api.deps, real.taskGraphId, graphOf({ build: {}, test: { requires: ['build'] } }));
+  // an index entry pointing at the task, so the index's reads reach their queries and the artifact redirect
+  ok(await t.request('PUT', `/api/index/v1/task/${real.indexPath}`, { taskId: real.taskId, rank: 0, data: {}, expires }));
   // the setup's task queue and worker, written now: reads flush what the recorder noted (src/queue/workers.ts)
   await t.api.deps.workers.flush();
 });
@@ -172,7 +174,7 @@ test('paged reads: continuation tokens shaped like tgs\'s own (base64url of any 
   );
   await fc.assert(
     fc.asyncProperty(fc.constantFrom(...paged), key, fc.boolean(), async (e, k, signed) => {
-      const path = e.route.replace('<taskId>', real.taskId).replace('<runId>', '0').replace('<taskGroupId>', real.taskId).replace('<taskGraphId>', real.taskGraphId);
+      const path = e.route.replace('<taskId>', real.taskId).replace('<runId>', '0').replace('<taskGroupId>', real.taskId).replace('<taskGraphId>', real.taskGraphId).replace('<namespace>', real.namespace);
       const url = `${t.rootUrl}/api/${e.service}/v1${path}?limit=1&continuationToken=${Buffer.from(k).toString('base64url') || 'A'}`;
       const res = await fetch(url, { headers: signed ? { authorization: hawkHeader(url, 'GET', t.root) } : {} });
       assertAnswered({ status: res.status, body: await res.json() }, `GET ${url}`);

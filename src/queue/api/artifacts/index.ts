@@ -31,10 +31,11 @@ const artifactSchema = {
 };
 
 
-const isPublicArtifact = (p: Record<string, string>) => p.name.startsWith('public/');
+/** Whether an artifact (route parameter `name`) is readable without scopes: names under `public/`. */
+export const isPublicArtifact = (p: Record<string, string>) => p.name.startsWith('public/');
 
 /** Reads of private artifacts need `queue:get-artifact:<name>`; names under `public/` need nothing. */
-function authorizeRead(ctx: EndpointContext, name: string): void {
+export function authorizeRead(ctx: EndpointContext, name: string): void {
   if (isPublicArtifact({ name })) ctx.authorizeExpression({ AllOf: [] });
   else ctx.authorizeExpression(`queue:get-artifact:${name}`);
 }
