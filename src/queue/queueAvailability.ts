@@ -23,9 +23,9 @@ export interface QueueAvailability {
 
 /**
  * How long without a claimWork before a queue counts as having no workers: a worker with free capacity calls
- * claimWork at least every TGS_CLAIM_WORK_WAIT_MS (its long-poll, 20 s), so three of those, and at least a minute.
+ * claimWork at least every TGS_CLAIM_WORK_WAIT_MS (its long-poll, 20 s), so three of those: a minute by default.
  */
-export const noWorkersAfterMs = (claimWorkWaitMs: number) => Math.max(60_000, 3 * claimWorkWaitMs);
+export const noWorkersAfterMs = (claimWorkWaitMs: number) => 3 * claimWorkWaitMs;
 
 export async function queueAvailability(db: Queryable, taskQueueId: string, now: Date, claimWorkWaitMs: number): Promise<QueueAvailability> {
   const since = new Date(now.getTime() - noWorkersAfterMs(claimWorkWaitMs));

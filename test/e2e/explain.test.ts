@@ -1,0 +1,142 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import slugid from 'slugid';
+import { startStack, eventually, type Stack } from '../../support/stack.js';
+import { startFastWorker, type ClaimedTask } from '../../support/fastWorker.js';
+import { fastTask } from '../../support/graphs.js';
+import { startRelay } from '../../src/exchanges/relay.js';
+import { explainQuery, workflowIdFor } from '../../src/workflows/contract.js';
+import type { TaskExplanation } from '../../src/queue/explainTask.js';
+import type { GraphExplanation } from '../../src/scheduler/explainGraph.js';
+
+/*
+ * "Why isn't it running?" on the real stack: each blocker kind where it arises, and the graph's root causes.
+ * claimWork long-polls 1 s here, so a queue without a claimWork for 3 s has no workers (3 × the long-poll).
+ */
+let stack: Stack;
+const workers: ReturnType<typeof startFastWorker>[] = [];
+const releases: (() => void)[] = [];
+before(async () => {
+  stack = await startStack({ configOverrides: { claimWorkWaitMs: 1000 } });
+});
+after(async () => {
+  for (const r of releases) r();
+  for (const w of workers) await w.stop();
+  await stack?.stop();
+});
+
+const task = (name: string, workerType: string, outcomes: string[] = ['completed']) => ({ ...fastTask(name, outcomes), workerType });
+async function submit(tasks: Record<string, { requires?: string[]; reruns?: number; task: unknown }>) {
+  const taskGraphId = slugid.nice();
+  const res = await stack.root.request<{ tasks: { label: string; taskId: string }[] }>('scheduler', 'PUT', `/task-graph/${taskGraphId}`, { tasks });
+  return { taskGraphId, id: (label: string) => res.tasks.find((t) => t.label === label)!.taskId };
+}
+const explainTask = (taskId: string) => stack.root.request<TaskExplanation>('queue', 'GET', `/task/${taskId}/explain`);
+const explainGraph = (taskGraphId: string) => stack.root.request<GraphExplanation>('scheduler', 'GET', `/task-graph/${taskGraphId}/explain`);
+const stateOf = async (taskId: string) => (await stack.root.request<{ status: { state: string } }>('queue', 'GET', `/task/${taskId}/status`)).status.state;
+
+test('a queue nobody claims from is no-workers at once; its dependent waits on it; a busy worker is workers-busy with a position, never no-workers', async () => {
+  const g = await submit({ a: { task: task('a', 'exp-slow') }, b: { requires: ['a'], task: task('b', 'exp-slow') } });
+  await eventually(async () => (await stateOf(g.id('a'))) === 'pending', 'a pending');
+  const a = await explainTask(g.id('a'));
+  assert.equal(a.state, 'pending');
+  assert.deepEqual(a.blockers.map((b) => b.kind), ['no-workers']);
+  assert.equal(a.blockers[0].taskQueueId, 'tgs-test/exp-slow');
+  assert.equal(a.blockers[0].lastClaimWork, null);
+  assert.equal(a.blockers[0].action, 'start a worker for tgs-test/exp-slow');
+  assert.match(a.summary, /no worker has ever claimed from tgs-test\/exp-slow/);
+  const b = await explainTask(g.id('b'));
+  assert.deepEqual(b.blockers.map((x) => x.kind), ['dependency']);
+  assert.deepEqual(b.blockers[0].dependencies, [{ taskId: g.id('a'), label: 'a', state: 'pending' }]);
+  const graph = await explainGraph(g.taskGraphId);
+  assert.equal(graph.unresolved, 2);
+  assert.deepEqual(graph.rootCauses.map((c) => [c.kind, c.taskQueueId, c.count]), [['no-workers', 'tgs-test/exp-slow', 2]]);
+
+  // one worker slot, held by `a` until released (in `after` at the latest, or the worker never stops)
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  releases.push(() => release());
+  workers.push(
+    startFastWorker({
+      rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'exp-slow', concurrency: 1,
+      decide: async (t: ClaimedTask) => {
+        if (t.taskId === g.id('a')) await held;
+        return 'completed' as const;
+      },
+    }),
+  );
+  await eventually(async () => (await stateOf(g.id('a'))) === 'running', 'a running');
+  const waiting = await explainTask(g.id('b'));
+  assert.deepEqual(waiting.blockers[0].dependencies, [{ taskId: g.id('a'), label: 'a', state: 'running' }]);
+  assert.match(waiting.summary, /waiting on 1 of 1 dependencies: a \(running\)/);
+  // two more tasks for the busy slot, then longer than the no-workers window without a claimWork
+  const more = await submit({ c: { task: task('c', 'exp-slow') }, d: { task: task('d', 'exp-slow') } });
+  await eventually(async () => (await stateOf(more.id('d'))) === 'pending' && (await stateOf(more.id('c'))) === 'pending', 'c and d pending');
+  await new Promise((r) => setTimeout(r, 3500));
+  const answers = [await explainTask(more.id('c')), await explainTask(more.id('d'))];
+  for (const x of answers) assert.deepEqual(x.blockers.map((bl) => bl.kind), ['workers-busy'], JSON.stringify(x));
+  assert.ok(answers.some((x) => x.blockers[0].position!.ahead >= 1), JSON.stringify(answers.map((x) => x.blockers[0].position)));
+  const busy = await explainGraph(more.taskGraphId);
+  assert.deepEqual(busy.rootCauses.map((c) => [c.kind, c.taskQueueId, c.count]), [['workers-busy', 'tgs-test/exp-slow', 2]]);
+  release();
+  await stack.client.workflow.getHandle(workflowIdFor(g.taskGraphId)).result();
+  await stack.client.workflow.getHandle(workflowIdFor(more.taskGraphId)).result();
+  const done = await explainGraph(g.taskGraphId);
+  assert.equal(done.state, 'finished');
+  assert.deepEqual(done.rootCauses, []);
+});
+
+test('a task failed for good: its descendants explain dependency-failed, the graph has it as its one root cause for all of them, and a rerun clears it', async () => {
+  workers.push(startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'exp-fail', concurrency: 4 }));
+  const tasks: Record<string, { requires?: string[]; task: unknown }> = { build: { task: task('build', 'exp-fail', ['failed', 'completed']) } };
+  for (let i = 0; i < 5; i++) tasks[`test-${i}`] = { requires: ['build'], task: task(`test-${i}`, 'exp-fail') };
+  tasks.package = { requires: ['test-0', 'test-1'], task: task('package', 'exp-fail') };
+  tasks.other = { task: task('other', 'exp-fail') };
+  const g = await submit(tasks);
+  await eventually(async () => (await stack.root.request<{ status: { state: string } }>('scheduler', 'GET', `/task-graph/${g.taskGraphId}/status`)).status.state === 'blocked', 'blocked');
+  await eventually(async () => (await stateOf(g.id('other'))) === 'completed', 'other done');
+  const x = await explainTask(g.id('test-3'));
+  assert.deepEqual(x.blockers.map((bl) => bl.kind), ['dependency-failed']);
+  assert.deepEqual(x.blockers[0].dependencies, [{ taskId: g.id('build'), label: 'build', state: 'failed' }]);
+  assert.equal(x.blockers[0].action, 'rerun build');
+  const pkg = await explainTask(g.id('package'));
+  assert.deepEqual(pkg.blockers.map((bl) => bl.kind), ['dependency', 'graph-blocked']);
+  const graph = await explainGraph(g.taskGraphId);
+  assert.deepEqual(graph.rootCauses.map((c) => [c.kind, c.label, c.count, c.action]), [['dependency-failed', 'build', 6, 'rerun build']]);
+  assert.equal(graph.unresolved, 6);
+  assert.match(graph.summary, /6 task\(s\) wait on failed task build/);
+  // the same from Temporal's side: the workflow's explain query
+  const model = await stack.client.workflow.getHandle(workflowIdFor(g.taskGraphId)).query(explainQuery, {});
+  assert.deepEqual(model.causes.map((c) => [c.kind, c.label, c.count]), [['failed', 'build', 6]]);
+  await stack.root.request('scheduler', 'POST', `/task-graph/${g.taskGraphId}/rerun/build`, {});
+  await stack.client.workflow.getHandle(workflowIdFor(g.taskGraphId)).result();
+  assert.deepEqual((await explainGraph(g.taskGraphId)).rootCauses, []);
+  assert.deepEqual((await explainTask(g.id('package'))).blockers, []);
+});
+
+test('a lost resolution: the dependent explains inconsistent, and the call makes the workflow reconcile and schedule it within seconds', async () => {
+  const g = await submit({ p: { task: task('p', 'exp-lost') }, q: { requires: ['p'], task: task('q', 'exp-lost') } });
+  await eventually(async () => (await stateOf(g.id('p'))) === 'pending', 'p pending');
+  // p completes while its task-completed message is lost (the relay stopped, the outbox row deleted)
+  await stack.relay!.stop();
+  const claim = await stack.root.request<{ tasks: { status: { taskId: string } }[] }>('queue', 'POST', '/claim-work/tgs-test/exp-lost', { workerGroup: 'g', workerId: 'w', tasks: 1 });
+  assert.equal(claim.tasks[0].status.taskId, g.id('p'));
+  const marker = (await stack.api.db.pool.query<{ id: string }>('SELECT coalesce(max(id), 0) AS id FROM outbox')).rows[0].id;
+  await stack.root.request('queue', 'POST', `/task/${g.id('p')}/runs/0/completed`);
+  await stack.api.api.deps.groupAnnouncer.flush();
+  await stack.api.db.pool.query('DELETE FROM outbox WHERE id > $1', [marker]);
+  // the stack stops the relay it holds at the end: this one
+  const relay = await startRelay({ config: stack.config, log: () => undefined });
+  stack.relay = relay;
+  {
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(await stateOf(g.id('q')), 'unscheduled', 'nothing told the workflow');
+    const q = await explainTask(g.id('q'));
+    assert.deepEqual(q.blockers.map((b) => b.kind), ['inconsistent']);
+    assert.match(q.summary, /every requirement is met but the task is still unscheduled/);
+    const started = Date.now();
+    await eventually(async () => (await stateOf(g.id('q'))) === 'pending', 'q scheduled by the reconciliation', 15_000);
+    const took = Date.now() - started;
+    assert.ok(took < 15_000, `${took} ms`);
+  }
+});
