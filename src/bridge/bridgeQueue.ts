@@ -61,17 +61,29 @@ function replyCode(err: unknown): unknown {
 }
 
 /**
- * What an operator does when the declared queue's arguments differ from the existing queue's: which type the queue
- * has and the ways out. `serverMessage` is RabbitMQ's PRECONDITION_FAILED text, e.g. "inequivalent arg
- * 'x-queue-type' for queue '…' in vhost '/': received the value 'quorum' of type 'longstr' but current is none"
- * (a classic queue has no x-queue-type).
+ * The type of the queue RabbitMQ refused to redeclare, read from its PRECONDITION_FAILED text. RabbitMQ names the
+ * first argument that differs, not always x-queue-type: declaring the quorum queue where an earlier bridge's classic
+ * queue (no arguments) exists says "inequivalent arg 'x-dead-letter-exchange' … received the value '…' of type
+ * 'longstr' but current is none" (RabbitMQ 3.10).
  */
+function existingType(wanted: 'quorum' | 'classic', serverMessage: string): 'quorum' | 'classic' | undefined {
+  if (serverMessage.includes("'x-queue-type'")) {
+    const current = /current is (?:the value )?'([^']*)'/.exec(serverMessage)?.[1] ?? (/current is none/.test(serverMessage) ? 'classic' : undefined);
+    return current === 'quorum' || current === 'classic' ? current : undefined;
+  }
+  // the existing queue lacks an argument every quorum bridge queue has: an earlier bridge's classic queue
+  if (wanted === 'quorum' && /but current is none/.test(serverMessage)) return 'classic';
+  // the existing queue has an argument a classic bridge queue never has: a quorum bridge queue
+  if (wanted === 'classic' && /received none but current is/.test(serverMessage)) return 'quorum';
+  return undefined;
+}
+
+/** What an operator does when RabbitMQ refuses the bridge queue's declaration (406): which queue exists, and the ways out. */
 export function queueMismatchAdvice(queueName: string, wanted: 'quorum' | 'classic', serverMessage: string): string {
-  const typeArg = serverMessage.includes("'x-queue-type'");
-  const current = /current is (?:the value )?'([^']*)'/.exec(serverMessage)?.[1] ?? (/current is none/.test(serverMessage) ? 'classic' : undefined);
-  const keep = typeArg && (current === 'classic' || current === 'quorum') && current !== wanted ? `set TGS_BRIDGE_QUEUE_TYPE=${current} to keep using it as it is, or ` : '';
+  const existing = existingType(wanted, serverMessage);
+  const keep = existing && existing !== wanted ? `set TGS_BRIDGE_QUEUE_TYPE=${existing} to keep using it as it is, or ` : '';
   return (
-    `RabbitMQ refused to declare ${queueName} as a ${wanted} queue: ${typeArg && current ? `it exists as a ${current} queue` : 'it exists with other arguments'} ` +
+    `RabbitMQ refused to declare ${queueName} as a ${wanted} queue: ${existing && existing !== wanted ? `it exists as a ${existing} queue` : 'it exists with other arguments'} ` +
     `(${serverMessage}), and a queue's type and arguments cannot change in place. Either ${keep}` +
     `stop every bridge, let the queue drain (or move its messages with a shovel), delete it (rabbitmqctl delete_queue '${queueName}') ` +
     `and start the bridges again (docs/deployments.md, "The bridge queue: classic to quorum")`

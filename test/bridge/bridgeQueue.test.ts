@@ -33,6 +33,14 @@ test("a type mismatch says which type the queue has and both ways out (RabbitMQ 
   );
   assert.match(quorumExists, /it exists as a quorum queue/);
   assert.match(quorumExists, /set TGS_BRIDGE_QUEUE_TYPE=quorum/);
+  // what RabbitMQ 3.10 answers when the bridge's quorum arguments meet an earlier bridge's classic queue
+  const upgrade = queueMismatchAdvice(
+    'q',
+    'quorum',
+    "PRECONDITION_FAILED - inequivalent arg 'x-dead-letter-exchange' for queue 'q' in vhost '/': received the value 'p/tgs/scheduler-bridge-dead/s' of type 'longstr' but current is none",
+  );
+  assert.match(upgrade, /it exists as a classic queue/);
+  assert.match(upgrade, /set TGS_BRIDGE_QUEUE_TYPE=classic/);
   // another argument (a delivery limit changed by hand): no type to keep, only the way out
   const other = queueMismatchAdvice('q', 'quorum', "PRECONDITION_FAILED - inequivalent arg 'x-delivery-limit' for queue 'q' in vhost '/': received '50' but current is '2'");
   assert.match(other, /it exists with other arguments/);
