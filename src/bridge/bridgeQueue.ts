@@ -63,18 +63,19 @@ function replyCode(err: unknown): unknown {
 /**
  * The type of the queue RabbitMQ refused to redeclare, read from its PRECONDITION_FAILED text. RabbitMQ names the
  * first argument that differs, not always x-queue-type: declaring the quorum queue where an earlier bridge's classic
- * queue (no arguments) exists says "inequivalent arg 'x-dead-letter-exchange' … received the value '…' of type
- * 'longstr' but current is none" (RabbitMQ 3.10).
+ * queue (no arguments) exists says "inequivalent arg 'x-dead-letter-exchange' for queue '…' in vhost '/': received
+ * the value '…' of type 'longstr' but current is none" (RabbitMQ 3.10), and AMQP cuts the text at 255 characters,
+ * so with a long queue name its end ("current is none") is gone: what decides is the argument it names.
  */
 function existingType(wanted: 'quorum' | 'classic', serverMessage: string): 'quorum' | 'classic' | undefined {
-  if (serverMessage.includes("'x-queue-type'")) {
-    const current = /current is (?:the value )?'([^']*)'/.exec(serverMessage)?.[1] ?? (/current is none/.test(serverMessage) ? 'classic' : undefined);
-    return current === 'quorum' || current === 'classic' ? current : undefined;
-  }
-  // the existing queue lacks an argument every quorum bridge queue has: an earlier bridge's classic queue
-  if (wanted === 'quorum' && /but current is none/.test(serverMessage)) return 'classic';
-  // the existing queue has an argument a classic bridge queue never has: a quorum bridge queue
-  if (wanted === 'classic' && /received none but current is/.test(serverMessage)) return 'quorum';
+  const arg = /inequivalent arg '([^']+)'/.exec(serverMessage)?.[1];
+  const current = /current is (?:the value )?'([^']*)'/.exec(serverMessage)?.[1];
+  const other = wanted === 'quorum' ? 'classic' : 'quorum';
+  if (arg === 'x-queue-type') return current === 'quorum' || current === 'classic' ? current : other;
+  // the queue lacks the dead-letter target every quorum bridge queue has: an earlier bridge's classic queue
+  if (wanted === 'quorum' && (arg === 'x-dead-letter-exchange' || arg === 'x-dead-letter-routing-key') && current === undefined) return 'classic';
+  // the queue has an argument a classic bridge queue never has: a quorum bridge queue
+  if (wanted === 'classic' && /received none/.test(serverMessage)) return 'quorum';
   return undefined;
 }
 
