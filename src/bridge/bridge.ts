@@ -8,6 +8,7 @@ import { latestRuns } from '../queue/taskRow.js';
 import { graphsHearing, tasksJoiningGroups } from '../scheduler/graphStore.js';
 import { startBridgeConsumer } from './consumer.js';
 import { signalResolutions, signalTasksDefined } from './graphSignals.js';
+import { FlushSpacing } from './flushSpacing.js';
 import { confirmByStoredState, definedSignals, resolutionSignals } from './flushPlan.js';
 import { bridgeQueueName, parseDelivery, type ParsedMessage } from './messages.js';
 import { SignalBackoff, type SignalOutcome } from './signalBackoff.js';
@@ -23,7 +24,7 @@ export interface BridgeOptions {
    * `bridgeQueueName(config)`, so two deployments on one vhost never take each other's messages.
    */
   queueName?: string;
-  /** Flush a graph's batch after this long (ms) or at maxBatch messages, whichever comes first. */
+  /** Flush a graph's batch after this long (ms) or at maxBatch messages, whichever comes first (src/bridge/flushSpacing.ts). */
   flushMs?: number;
   /**
    * Under load, at least this long (ms) between the starts of two flushes: a resolution arriving within it
@@ -60,9 +61,6 @@ export interface BridgeStats {
 /** A message of the current batch, as parsed, with the delivery to ack. */
 type Pending = ParsedMessage & { msg: BusMessage };
 
-/** A flush of this many messages or more means the bridge is busy: the next waits loadedFlushIntervalMs. */
-const LOADED_FLUSH = 8;
-
 /** A line at most once a minute for a recurring condition, with how often it happened meanwhile. */
 function everyMinute(log: (line: string) => void, render: (count: number, example: string) => string): (example: string) => void {
   let lastAt = 0;
@@ -84,28 +82,14 @@ function everyMinute(log: (line: string) => void, render: (count: number, exampl
  * it concerns accepted its signal (or has ended); only the messages of a graph whose signal failed are
  * requeued, after a backoff that grows with that graph's failures, so one graph cannot hold up the others.
  * The parts: messages.ts (parsing), consumer.ts + bridgeQueue.ts (RabbitMQ), flushPlan.ts (who hears what),
- * signalBackoff.ts (failures), graphSignals.ts (Temporal); the SQL beside its tables (latestRuns in
+ * signalBackoff.ts (failures), flushSpacing.ts (when), graphSignals.ts (Temporal); the SQL beside its tables (latestRuns in
  * src/queue/taskRow.ts, graphsHearing and tasksJoiningGroups in src/scheduler/graphStore.ts).
  */
 export async function startBridge(options: BridgeOptions): Promise<{ stop(): Promise<void>; stats: BridgeStats }> {
   const { config, pool } = options;
   const log = options.log ?? ((line: string) => console.log(line));
-  // No wait of its own after a quiet spell: the relay writes each batch in one socket write, so messages published
-  // together arrive in one read and are gathered by the timer's turn anyway. A 5 ms wait here was a third of a
-  // chain's report → signal time (hop split p50 11-12 → 8 ms, hop p50 30.2-34.1 → 27.5-28.0 ms, alternated); under
-  // load the intervals below gather the bursts.
-  const flushMs = options.flushMs ?? 0;
   const maxBatch = options.maxBatch ?? 500;
-  // Each signal costs a workflow task: Temporal and the scheduler worker spent 1.3 ms of CPU per task of a
-  // 10,000-task graph at ~3 resolutions a signal. 25 ms gathers ~8 at 300 tasks/s, and a chain's hops
-  // (one resolution every ~35 ms) never wait for it.
-  const minFlushIntervalMs = options.minFlushIntervalMs ?? 25;
-  // Under load, fewer and larger signals: 50 ms after a flush of 8 or more moved a 10,000-task graph's Temporal +
-  // scheduler worker + bridge CPU from 0.59-0.60 to 0.43-0.44 ms a task, 100 ms to 0.35-0.36 (and the 100,000-task
-  // graph from 144.5 to 125.3 s), while a chain (one resolution a flush) keeps the 25 ms and its hop latency.
-  const loadedFlushIntervalMs = options.loadedFlushIntervalMs ?? 100;
-  let lastFlushAt = 0;
-  let lastFlushSize = 0;
+  const spacing = new FlushSpacing({ flushMs: options.flushMs, minIntervalMs: options.minFlushIntervalMs, loadedIntervalMs: options.loadedFlushIntervalMs });
   const stats: BridgeStats = { received: 0, signals: 0, resolutionsForwarded: 0, dropped: 0, requeued: 0, failedSignals: 0, disagreed: 0, unknownTasks: 0 };
   let batch: Pending[] = [];
   /** the channel the batch's messages came on (they are acked on it) */
@@ -224,13 +208,12 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
       batch = [];
       const ch = channel;
       if (items.length === 0 || !ch) return;
-      lastFlushAt = Date.now();
-      lastFlushSize = items.length;
+      spacing.started(Date.now(), items.length);
       flushing = flush(items, ch).finally(() => {
         flushing = undefined;
         if (batch.length > 0) scheduleFlush(batch.length >= maxBatch);
       });
-    }, immediate ? 0 : Math.max(flushMs, lastFlushAt + (lastFlushSize >= LOADED_FLUSH ? loadedFlushIntervalMs : minFlushIntervalMs) - Date.now()));
+    }, immediate ? 0 : spacing.delay(Date.now()));
   };
 
   const consumer = await startBridgeConsumer({
