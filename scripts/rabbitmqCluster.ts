@@ -1,5 +1,5 @@
 // A local three-node RabbitMQ cluster beside the machine's own node (rabbit@localhost, port 5672, left alone), for
-// trying tgs on a cluster and for the tests that fail its nodes over (test/exchanges/cluster.test.ts).
+// trying tgs on a cluster and for the tests that fail its nodes over (test/e2e/rabbitmqCluster.test.ts).
 //
 //   node --import tsx scripts/rabbitmqCluster.ts start    # forms it (about 40 s), prints AMQP_URL
 //   node --import tsx scripts/rabbitmqCluster.ts status   # which nodes run, which are joined
@@ -11,10 +11,10 @@
 // and keeps the RABBITMQ_* variables, so the nodes share the machine node's Erlang cookie. Each node has its own
 // config file (the machine's /etc/rabbitmq/rabbitmq.conf binds every node to 5672) and an enabled-plugins file
 // holding `[].` (the management plugin's port would clash too). `start` is idempotent: it starts only the nodes
-// not running and joins only the nodes not joined. Importable: start() → {urls, nodes}, stopNode, startNode,
-// leaderOf, stop.
+// not running and joins only the nodes not joined. Importable: start() → {url, urls, nodes}, stopNode, killNode,
+// startNode, leaderOf, status, stop.
 import { spawn, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 
@@ -181,10 +181,28 @@ export function stopNode(name: string): void {
   ctl(node(name).name, ['stop_app']);
 }
 
-/** Starts a node's application again after stopNode; it rejoins the cluster and catches up its replicas. */
+/**
+ * Kills a node's Erlang VM with SIGKILL (a crash, not a shutdown): its connections drop without a close. Only the
+ * VM whose pid its own pid file holds is killed.
+ */
+export function killNode(name: string): void {
+  const n = node(name);
+  const pidFile = path.join(nodeDir(n), 'rabbitmq.pid');
+  const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : NaN;
+  if (!Number.isInteger(pid) || pid <= 0) throw new Error(`${n.name}: no pid in ${pidFile}; is it running?`);
+  process.kill(pid, 'SIGKILL');
+  for (let k = 0; k < 100 && vmRunning(n.name); k++) spawnSync('sleep', ['0.1']);
+}
+
+/** Starts a node again after stopNode (its application) or killNode (its VM too); it rejoins and catches up. */
 export function startNode(name: string): void {
-  ctl(node(name).name, ['start_app'], 120);
-  ctl(node(name).name, ['await_startup'], 120);
+  const n = node(name);
+  if (vmRunning(n.name)) {
+    ctl(n.name, ['start_app'], 120);
+    return;
+  }
+  launch(n, clusterNodes().findIndex((x) => x.name === n.name));
+  ctl(n.name, ['await_startup'], 120);
 }
 
 /** The node leading a quorum queue now (asked of the first node whose app runs), or undefined if it has none. */

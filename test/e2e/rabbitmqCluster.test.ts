@@ -64,9 +64,11 @@ test("the bridge queue is a quorum queue led by the node it was declared on, and
     assert.deepEqual([...resolved.values()].filter((n) => n !== 1), [], 'every task ran once');
     assert.equal(resolved.size, labels.length);
     await eventually(async () => (await outboxCount(stack.api.db.pool)) === 0, 'the outbox drained');
+    console.log(`leader of ${queue}: ${first.name} → ${leader}`);
     const moves = log.filter((line) => line.includes(`moved from amqp://127.0.0.1:${first.port} to amqp://127.0.0.1:`));
     assert.equal(moves.filter((line) => line.startsWith('bridge: ')).length, 1, `the bridge logs its move once:\n${log.join('\n')}`);
     assert.equal(moves.filter((line) => line.startsWith('relay: ')).length, 1, `the relay logs its move once:\n${log.join('\n')}`);
+    for (const line of moves) console.log(line);
     assert.ok(!log.some((line) => line.includes('guest:guest')), 'no password in the log');
 
     // the API's heartbeat tries the nodes in turn
@@ -111,5 +113,33 @@ test('a publisher on the cluster: 200 confirmed messages, the node it publishes 
     await conn.close();
   } finally {
     cluster.startNode(nodes[1].name);
+  }
+});
+
+test('a crash (SIGKILL) of the node the relay and the bridge are on: they move on, and a graph finishes', { timeout: 240_000 }, async () => {
+  // where the bridge is now: the node its latest move reached (the tests above moved it)
+  const lastMove = log.filter((line) => line.startsWith('bridge: ') && line.includes('moved from')).at(-1) ?? '';
+  const port = Number(/moved from \S+ to amqp:\/\/127\.0\.0\.1:(\d+)/.exec(lastMove)?.[1]);
+  const victim = cluster.clusterNodes().find((n) => n.port === port);
+  assert.ok(victim, `the bridge's node, from: ${lastMove}`);
+  const movesBefore = log.filter((line) => line.includes('moved from')).length;
+
+  const labels = Array.from({ length: 12 }, (_, k) => `k${k}`);
+  const graph = graphOf(Object.fromEntries(labels.map((label, k) => [label, { requires: k === 0 ? [] : [labels[k - 1]] }])));
+  const taskGraphId = slugid.nice();
+  const before = resolved.size;
+  await stack.root.request('scheduler', 'PUT', `/task-graph/${taskGraphId}`, graph);
+  await eventually(async () => resolved.size >= before + 4, 'four tasks of the chain done', 60_000);
+  cluster.killNode(victim.name);
+  try {
+    await eventually(async () => (await graphState(taskGraphId)) === 'finished', 'the graph finished through the crash', 180_000);
+    assert.equal(resolved.size, before + labels.length);
+    assert.deepEqual([...resolved.values()].filter((n) => n !== 1), [], 'every task ran once');
+    const moves = log.filter((line) => line.includes('moved from')).slice(movesBefore);
+    for (const line of moves) console.log(line);
+    assert.ok(moves.some((line) => line.startsWith('bridge: ') && line.includes(`moved from amqp://127.0.0.1:${port}`)), log.join('\n'));
+    assert.ok(moves.some((line) => line.startsWith('relay: ') && line.includes(`moved from amqp://127.0.0.1:${port}`)), log.join('\n'));
+  } finally {
+    cluster.startNode(victim.name);
   }
 });
