@@ -77,6 +77,15 @@ function vmRunning(nodeName: string): boolean {
   return spawnSync('rabbitmqctl', ['-n', nodeName, '--timeout', '5', 'eval', 'ok.'], { encoding: 'utf8', timeout: 20_000 }).status === 0;
 }
 
+/** Waits until a just launched node's VM answers (rabbitmqctl cannot await the startup of a VM not up yet). */
+function untilVmRunning(nodeName: string, timeoutS = 90): void {
+  const deadline = Date.now() + timeoutS * 1000;
+  while (!vmRunning(nodeName)) {
+    if (Date.now() > deadline) throw new Error(`${nodeName} did not start within ${timeoutS} s: see ${path.join(clusterDir(), nodeName.split('@')[0], 'log')}`);
+    spawnSync('sleep', ['0.5']);
+  }
+}
+
 function nodeDir(n: ClusterNode): string {
   return path.join(clusterDir(), n.name.split('@')[0]);
 }
@@ -153,6 +162,7 @@ export async function start(options: { say?: Say } = {}): Promise<Cluster> {
     launch(n, k);
   });
   for (const n of nodes) {
+    untilVmRunning(n.name);
     ctl(n.name, ['await_startup'], 120);
     log(`${n.name} up (${seconds()})`);
   }
@@ -202,6 +212,7 @@ export function startNode(name: string): void {
     return;
   }
   launch(n, clusterNodes().findIndex((x) => x.name === n.name));
+  untilVmRunning(n.name);
   ctl(n.name, ['await_startup'], 120);
 }
 
