@@ -86,14 +86,17 @@ const NODE_CONNECT_TIMEOUT_MS = 5000;
 /**
  * Connects to the bus of `url`: RabbitMQ for amqp(s) URLs, the in-process bus for `memory://<name>`. With several
  * nodes it tries them in turn, starting with the one after `after` (the node a lost connection was on, so a process
- * moves on instead of knocking at a node that just went away; the lost node is tried last), and fails only if every
+ * moves on instead of knocking at a node that just went away; the lost node is tried last) or with `first`, and
+ * fails only if every
  * node does, naming each node's error. The connection's `node` says which it reached.
  */
-export async function connectBus(url: string, options: { connectionName?: string; after?: string } = {}): Promise<BusConnection> {
+export async function connectBus(url: string, options: { connectionName?: string; after?: string; first?: string } = {}): Promise<BusConnection> {
   if (isMemoryBusUrl(url)) return Object.assign(await connectMemoryBus(url), { node: url });
   const nodes = busNodes(url);
-  const lost = options.after === undefined ? -1 : nodes.findIndex((n) => busNodeName(n) === options.after);
-  const order = nodes.map((_, k) => nodes[(lost + 1 + k) % nodes.length]);
+  // `first`: a node that answered lately (the heartbeat's), tried first; `after`: a node just lost, tried last
+  const preferred = options.first === undefined ? -1 : nodes.findIndex((n) => busNodeName(n) === options.first);
+  const lost = preferred >= 0 ? preferred - 1 : options.after === undefined ? -1 : nodes.findIndex((n) => busNodeName(n) === options.after);
+  const order = nodes.map((_, k) => nodes[(lost + 1 + k + nodes.length) % nodes.length]);
   const errors: string[] = [];
   for (const node of order) {
     try {

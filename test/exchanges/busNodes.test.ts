@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { busNodeName, busNodes, connectBus, safeBusUrl } from '../../src/exchanges/bus.js';
 
 test('AMQP_URL: one node or several, comma-separated; printed and named without credentials', () => {
@@ -27,4 +28,22 @@ test('connectBus tries the nodes in turn: a dead first node is skipped, the node
     assert.doesNotMatch(err.message, /guest/);
     return true;
   });
+});
+
+test("connectBus with `first`: a node that answered lately is tried before a silent one ahead of it (the heartbeat's)", async () => {
+  const live = process.env.AMQP_URL || 'amqp://guest:guest@127.0.0.1:5672';
+  // accepts connections and never answers, as a hung node does
+  const accepted: Socket[] = [];
+  const silent = createServer((socket) => accepted.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const silentUrl = `amqp://guest:guest@127.0.0.1:${(silent.address() as AddressInfo).port}`;
+  try {
+    const preferred = await connectBus(`${silentUrl},${live}`, { first: busNodeName(live) });
+    assert.equal(preferred.node, busNodeName(live));
+    await preferred.close();
+    assert.equal(accepted.length, 0, 'the silent node was not tried');
+  } finally {
+    for (const socket of accepted) socket.destroy();
+    silent.close();
+  }
 });
