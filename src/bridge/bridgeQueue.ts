@@ -4,18 +4,22 @@ import { queueExchangeName, tgsExchangeName } from '../exchanges/exchanges.js';
 import { bridgeBindings } from './messages.js';
 
 /**
- * How many times RabbitMQ delivers one message of a quorum bridge queue before it dead-letters it. RabbitMQ 3.x
- * counts every return: the bridge's own requeue of a failing graph's messages and the unacked messages a lost
- * connection gives back (a node failover, a bridge restart). A graph whose signal keeps failing has its messages
- * requeued after 250 ms doubling to 30 s (src/bridge/signalBackoff.ts): 8 deliveries take ~1 min, and each one
- * after that 30 s, so 50 deliveries are ~22 minutes of that graph refusing signals, long past a Temporal
- * restart or a history-service failover, with room for a few dozen lost connections besides. A message that
- * crashes every bridge that takes it stops after 50 crashes instead of for ever. Dead-lettering loses no
- * resolution for the graph: a graph's workflow that hears nothing for 60 s reads its live tasks' latest runs from
- * the queue (reconcileWhenQuiet in src/workflows/graphRun.ts), so a dead-lettered message costs a delay, not a
- * hang. A lower limit would dead-letter the messages of a Temporal outage of a few minutes (each then waits for
- * its graph's reconciliation); a higher one keeps a poison message longer. Change it with a RabbitMQ policy
- * (`delivery-limit`): the queue's own argument cannot change in place.
+ * How often a message of a quorum bridge queue may come back before RabbitMQ dead-letters it: with a limit of N it
+ * is delivered N + 1 times and dead-lettered at its (N + 1)th return (RabbitMQ 3.10, measured: the contract case in
+ * test/contract/exchange.test.ts). RabbitMQ 3.x counts every return: the bridge's own requeue of a failing graph's
+ * messages, and the unacked messages (up to the prefetch, 2,000) that a lost connection gives back (a node
+ * failover, a bridge restart or crash). A graph whose signal keeps failing has its messages requeued after 250 ms
+ * doubling to 30 s (src/bridge/signalBackoff.ts): 8 returns take ~1 min and each after that 30 s, so 51 returns
+ * are ~22 minutes of that graph refusing signals, long past a Temporal restart or a history-service failover, with
+ * room for a few dozen lost connections besides. A whole flush failing (Postgres or the Temporal connection down)
+ * requeues after at most 10 s: its messages are dead-lettered after ~8 minutes of that outage. A message that
+ * crashes every bridge taking it stops after 51 crashes instead of for ever (the other unacked messages of those
+ * bridges count those crashes too). Dead-lettering loses no resolution for a graph: a graph's workflow that hears
+ * nothing for 60 s reads its live tasks' latest runs from the queue (reconcileWhenQuiet in
+ * src/workflows/graphRun.ts), so a dead-lettered message costs a delay, not a hang. A lower limit would dead-letter
+ * the messages of a Temporal outage of a few minutes (each then waits for its graph's reconciliation); a higher one
+ * keeps a poison message longer. Change it with a RabbitMQ policy (`delivery-limit`): the queue's own argument
+ * cannot change in place.
  */
 export const BRIDGE_DELIVERY_LIMIT = 50;
 
