@@ -79,7 +79,8 @@ export async function startBridgeConsumer(options: BridgeConsumerOptions): Promi
         connection = conn;
         channel = ch;
         conn.on('close', (closeErr?: Error) => lost(conn, closeErr));
-        ch.on('close', () => lost(conn, new Error('channel closed')));
+        // a lost connection closes its channel first: a turn later, the connection's own reason is the one logged
+        ch.on('close', () => setImmediate(() => lost(conn, new Error('channel closed'))));
         try {
           await ch.consume(queueName, (msg) => {
             if (msg && channel === ch) options.onMessage(msg, ch);
