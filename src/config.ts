@@ -2,7 +2,7 @@
 export interface Config {
   /** Postgres URL, or `pglite:///<dir>` for the embedded database (src/db/pglite.ts; what `tgs dev` uses without DATABASE_URL). */
   databaseUrl: string;
-  /** RabbitMQ URL, or `memory://<name>` for the in-process bus (src/exchanges/busMemory.ts; `tgs dev` without AMQP_URL). */
+  /** RabbitMQ URL (several, comma-separated, for the nodes of a cluster: src/exchanges/bus.ts), or `memory://<name>` for the in-process bus (src/exchanges/busMemory.ts; `tgs dev` without AMQP_URL). */
   amqpUrl: string;
   temporalAddress: string;
   temporalNamespace: string;
@@ -37,6 +37,11 @@ export interface Config {
    * scheduler id). Set it when deployments share an exchange prefix.
    */
   bridgeSchedulerIds: string[];
+  /**
+   * TGS_BRIDGE_QUEUE_TYPE: the bridge queue's type, `quorum` (replicated, with a delivery limit and a dead-letter
+   * queue; src/bridge/bridgeQueue.ts) or `classic` (a broker without quorum queues, or a queue kept from before).
+   */
+  bridgeQueueType: 'quorum' | 'classic';
   /**
    * Most nodes a task-graph may have (create and extend refuse more with a 400). Continue-as-new carries
    * ~8 bytes a node and Temporal refuses inputs over 2 MB, so past ~260,000 nodes a graph could not go on.
@@ -108,6 +113,16 @@ export function temporalCliFromEnv(env: NodeJS.ProcessEnv = process.env): string
   return env.TEMPORAL_CLI || undefined;
 }
 
+/** TGS_BRIDGE_QUEUE_TYPE: `quorum` (default) or `classic`. */
+function bridgeQueueTypeFromEnv(env: NodeJS.ProcessEnv): 'quorum' | 'classic' {
+  const raw = (env.TGS_BRIDGE_QUEUE_TYPE ?? '').trim().toLowerCase();
+  if (raw === '') return 'quorum';
+  if (raw !== 'quorum' && raw !== 'classic') {
+    throw new Error(`TGS_BRIDGE_QUEUE_TYPE must be quorum or classic, got ${JSON.stringify(env.TGS_BRIDGE_QUEUE_TYPE)}`);
+  }
+  return raw;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const port = intFromEnv(env, 'PORT', 8080);
   const config: Config = {
@@ -131,6 +146,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     sweepIntervalMs: intFromEnv(env, 'TGS_SWEEP_INTERVAL_MS', 5000),
     maxArtifactBytes: intFromEnv(env, 'TGS_MAX_ARTIFACT_BYTES', 64 * 1024 * 1024),
     bridgeSchedulerIds: schedulerIdsFromEnv(env, 'TGS_BRIDGE_SCHEDULER_IDS'),
+    bridgeQueueType: bridgeQueueTypeFromEnv(env),
     // what bounds it: src/scheduler/nodeLimit.ts
     maxGraphNodes: intFromEnv(env, 'TGS_MAX_GRAPH_NODES', 300_000),
     temporalClientId: env.TGS_TEMPORAL_CLIENT_ID ?? '',

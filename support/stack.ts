@@ -4,8 +4,9 @@ import { Client, Connection } from '@temporalio/client';
 import type { Config } from '../src/config.js';
 import { createActivities } from '../src/activities/index.js';
 import { ensureSearchAttributes } from '../src/worker.js';
-import amqp from 'amqplib';
 import { bridgeQueueName, startBridge } from '../src/bridge/bridge.js';
+import { bridgeDeadLetterName } from '../src/bridge/bridgeQueue.js';
+import { connectBus } from '../src/exchanges/bus.js';
 import { startRelay } from '../src/exchanges/relay.js';
 import type { ChildProcess } from 'node:child_process';
 import { ApiClient } from '../src/client/http.js';
@@ -116,8 +117,11 @@ export async function startStack(
       await bridge?.stop();
       await relay?.stop();
       // the bridge queue is durable: without this every test file would leave one behind on the broker
-      const amqpConnection = await amqp.connect(config.amqpUrl);
-      await (await amqpConnection.createChannel()).deleteQueue(bridgeQueueName(config));
+      const amqpConnection = await connectBus(config.amqpUrl);
+      const cleanup = await amqpConnection.createChannel();
+      await cleanup.deleteQueue(bridgeQueueName(config));
+      await cleanup.deleteQueue(bridgeDeadLetterName(config));
+      await cleanup.deleteExchange(bridgeDeadLetterName(config));
       await amqpConnection.close();
       await connection.close();
       await api.close();

@@ -36,6 +36,8 @@ export interface BusConfirmChannel extends BusChannel {
 }
 
 export interface BusConnection {
+  /** The node this connection reached, without credentials (`amqp://h2:5672`; the `memory://` URL itself). */
+  node?: string;
   createChannel(): Promise<BusChannel>;
   createConfirmChannel(): Promise<BusConfirmChannel>;
   on(event: 'error', listener: (err: Error) => void): unknown;
@@ -43,17 +45,82 @@ export interface BusConnection {
   close(): Promise<void>;
 }
 
-/** Connects to the bus of `url`: RabbitMQ for amqp(s) URLs, the in-process bus for `memory://<name>`. */
-export async function connectBus(url: string, options: { connectionName?: string } = {}): Promise<BusConnection> {
-  if (isMemoryBusUrl(url)) return connectMemoryBus(url);
+/**
+ * The nodes of an `AMQP_URL`: one URL, or several separated by commas (the nodes of one RabbitMQ cluster, each with
+ * its credentials: `amqp://u:p@h1:5672,amqp://u:p@h2:5672`).
+ */
+export function busNodes(url: string): string[] {
+  const nodes = url.split(',').map((u) => u.trim()).filter((u) => u !== '');
+  return nodes.length > 0 ? nodes : [url];
+}
+
+/** A bus URL (or list of them) to print: each without its password. */
+export function safeBusUrl(url: string): string {
+  return busNodes(url).map(safeNodeUrl).join(',');
+}
+
+function safeNodeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    // not a URL: print nothing of it that could be a secret
+    return '(unparsable URL)';
+  }
+}
+
+/** A node as logs name it: scheme, host and port, no credentials nor vhost. */
+export function busNodeName(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}`;
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+/** How long a connection attempt to one node of several may take before the next node is tried. */
+const NODE_CONNECT_TIMEOUT_MS = 5000;
+
+/**
+ * Connects to the bus of `url`: RabbitMQ for amqp(s) URLs, the in-process bus for `memory://<name>`. With several
+ * nodes it tries them in turn, starting with the one after `after` (the node a lost connection was on, so a process
+ * moves on instead of knocking at a node that just went away; the lost node is tried last) or with `first`, and
+ * fails only if every
+ * node does, naming each node's error. The connection's `node` says which it reached.
+ */
+export async function connectBus(url: string, options: { connectionName?: string; after?: string; first?: string } = {}): Promise<BusConnection> {
+  if (isMemoryBusUrl(url)) return Object.assign(await connectMemoryBus(url), { node: url });
+  const nodes = busNodes(url);
+  // `first`: a node that answered lately (the heartbeat's), tried first; `after`: a node just lost, tried last
+  const preferred = options.first === undefined ? -1 : nodes.findIndex((n) => busNodeName(n) === options.first);
+  const lost = preferred >= 0 ? preferred - 1 : options.after === undefined ? -1 : nodes.findIndex((n) => busNodeName(n) === options.after);
+  const order = nodes.map((_, k) => nodes[(lost + 1 + k + nodes.length) % nodes.length]);
+  const errors: string[] = [];
+  for (const node of order) {
+    try {
+      return await connectNode(node, options.connectionName, nodes.length > 1);
+    } catch (err) {
+      if (nodes.length === 1) throw err;
+      errors.push(`${busNodeName(node)}: ${(err as Error).message}`);
+    }
+  }
+  throw new Error(`no RabbitMQ node answered (${errors.join('; ')})`);
+}
+
+async function connectNode(url: string, connectionName: string | undefined, timeout: boolean): Promise<BusConnection> {
   // amqplib hands these to net.connect / tls.connect, whose sockets take a stream's options too
-  const socketOptions: SocketOptions & { writableHighWaterMark: number } = {
-    ...(options.connectionName ? { clientProperties: { connection_name: options.connectionName } } : {}),
+  const socketOptions: SocketOptions & { writableHighWaterMark: number; timeout?: number } = {
+    ...(connectionName ? { clientProperties: { connection_name: connectionName } } : {}),
     // a batch sent together (sendTogether) is buffered whole before its one write; past this the socket
     // says it is full and amqplib writes the rest a message at a time (the default 16 KB held ~50 messages)
     writableHighWaterMark: PUBLISH_BATCH_BYTES,
+    // one silent node must not keep a process from the others
+    ...(timeout ? { timeout: NODE_CONNECT_TIMEOUT_MS } : {}),
   };
-  return amqp.connect(url, socketOptions);
+  const connection = await amqp.connect(url, socketOptions);
+  return Object.assign(connection, { node: busNodeName(url) });
 }
 
 /** What a connection's socket buffers before it asks its writer to wait: a relay batch of 500 messages, ~750 KB. */

@@ -13,7 +13,8 @@ import { logger } from '../log.js';
  * consumers served round-robin, prefetch, ack/nack with requeue (redelivered flag set), unacked
  * messages requeued when their channel or connection closes, exclusive and auto-delete queues, and a
  * publish to a missing exchange closing the channel with 404 (a confirm channel's waitForConfirms
- * rejects). Queues live as long as the process: a consumer that reconnects finds what it left.
+ * rejects), a redeclaration with other queue arguments refused with 406, and a quorum queue's delivery limit
+ * (a message returned more often is dead-lettered to x-dead-letter-exchange; x-max-length is accepted, not kept). Queues live as long as the process: a consumer that reconnects finds what it left.
  *
  * Limits (dev use only): one process; nothing survives a restart. A message the relay handed over but
  * the bridge had not yet acked when the process stopped is lost — the graph workflow's reconciliation
@@ -51,6 +52,9 @@ export function topicMatches(pattern: string, routingKey: string): boolean {
   return match(0, 0);
 }
 
+/** Queue arguments a redeclaration must repeat exactly (RabbitMQ answers 406 naming the first that differs, in this order). */
+const EQUIVALENT_ARGS = ['x-dead-letter-exchange', 'x-dead-letter-routing-key', 'x-max-length', 'x-queue-type', 'x-delivery-limit'];
+
 class BusError extends Error {
   constructor(
     readonly code: number,
@@ -67,6 +71,8 @@ interface Stored {
   content: Buffer;
   properties: MessageProperties;
   redelivered: boolean;
+  /** times it was returned to its queue (a nack with requeue, its channel closing): RabbitMQ's x-delivery-count */
+  returns?: number;
 }
 
 interface Consumer {
@@ -80,6 +86,8 @@ interface Queue {
   name: string;
   exclusiveOwner: MemoryConnection | undefined;
   autoDelete: boolean;
+  /** the declare arguments that matter here: x-queue-type (checked on redeclare), x-delivery-limit, x-dead-letter-* */
+  arguments: Record<string, unknown>;
   ready: Stored[];
   consumers: Consumer[];
   nextConsumer: number;
@@ -107,6 +115,32 @@ class Broker {
     const names = new Set<string>();
     for (const b of ex.bindings) if (!names.has(b.queue) && keys.some((k) => topicMatches(b.pattern, k))) names.add(b.queue);
     return [...names].map((n) => this.queues.get(n)).filter((q): q is Queue => q !== undefined);
+  }
+
+  /**
+   * A message returned to its queue: back at its head (redelivered) or, past the queue's x-delivery-limit (a quorum
+   * queue's, RabbitMQ 3.x: delivered limit + 1 times), dead-lettered to x-dead-letter-exchange with
+   * x-dead-letter-routing-key (or dropped without one), as RabbitMQ does.
+   */
+  giveBack(queue: Queue, stored: Stored): void {
+    if (this.queues.get(queue.name) !== queue) return;
+    const returns = (stored.returns ?? 0) + 1;
+    const limit = queue.arguments['x-delivery-limit'];
+    if (typeof limit === 'number' && returns > limit) {
+      const exchange = queue.arguments['x-dead-letter-exchange'];
+      if (typeof exchange !== 'string' || !this.exchanges.has(exchange)) return;
+      const key = queue.arguments['x-dead-letter-routing-key'];
+      const routingKey = typeof key === 'string' ? key : stored.routingKey;
+      const headers = { ...stored.properties.headers, 'x-first-death-reason': 'delivery_limit', 'x-first-death-queue': queue.name };
+      for (const q of this.route(exchange, routingKey, [])) {
+        q.ready.push({ exchange, routingKey, content: stored.content, properties: { ...stored.properties, headers }, redelivered: false });
+        this.pump(q);
+      }
+      return;
+    }
+    const counted = typeof limit === 'number' || queue.arguments['x-queue-type'] === 'quorum';
+    const properties = counted ? { ...stored.properties, headers: { ...stored.properties.headers, 'x-delivery-count': returns } } : stored.properties;
+    queue.ready.unshift({ ...stored, properties, returns, redelivered: true });
   }
 
   deleteQueue(queue: Queue): void {
@@ -199,11 +233,20 @@ class MemoryChannel extends EventEmitter implements BusConfirmChannel {
     if (q?.exclusiveOwner && q.exclusiveOwner !== this.connection) {
       this.fail(new BusError(405, `RESOURCE_LOCKED - cannot obtain exclusive access to locked queue '${name}' in vhost '/'`));
     }
+    const args = (options.arguments ?? {}) as Record<string, unknown>;
+    if (q) {
+      for (const key of EQUIVALENT_ARGS) {
+        if (q.arguments[key] === args[key]) continue;
+        const shown = (v: unknown, other: unknown) => (v === undefined ? 'none' : other === undefined && typeof v === 'string' ? `the value '${v}' of type 'longstr'` : `'${String(v)}'`);
+        this.fail(new BusError(406, `PRECONDITION_FAILED - inequivalent arg '${key}' for queue '${name}' in vhost '/': received ${shown(args[key], q.arguments[key])} but current is ${shown(q.arguments[key], args[key])}`));
+      }
+    }
     if (!q) {
       q = {
         name,
         exclusiveOwner: options.exclusive ? this.connection : undefined,
         autoDelete: options.autoDelete ?? false,
+        arguments: args,
         ready: [],
         consumers: [],
         nextConsumer: 0,
@@ -364,7 +407,7 @@ class MemoryChannel extends EventEmitter implements BusConfirmChannel {
 
   nack(message: Message, allUpTo = false, requeue = true): void {
     this.settle(message, allUpTo, ({ queue, stored }) => {
-      if (requeue && this.broker.queues.get(queue.name) === queue) queue.ready.unshift({ ...stored, redelivered: true });
+      if (requeue) this.broker.giveBack(queue, stored);
     });
   }
 
@@ -377,8 +420,7 @@ class MemoryChannel extends EventEmitter implements BusConfirmChannel {
     this.unacked.clear();
     const touched = new Set<Queue>();
     for (const [, { queue, stored }] of entries) {
-      if (this.broker.queues.get(queue.name) !== queue) continue;
-      queue.ready.unshift({ ...stored, redelivered: true });
+      this.broker.giveBack(queue, stored);
       touched.add(queue);
     }
     for (const q of touched) this.broker.pump(q);

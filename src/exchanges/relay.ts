@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { connectSession, createPool, prepared, type DbSession } from '../db/pool.js';
-import { connectBus, sendTogether, type BusConfirmChannel, type BusConnection } from './bus.js';
+import { sendTogether, type BusConfirmChannel, type BusConnection } from './bus.js';
+import { BusReconnect } from './busReconnect.js';
 import { declareExchanges } from './declare.js';
 import { DEFERRED_CHANNEL, OUTBOX_CHANNEL, UNPUBLISHED_COUNT } from './outbox.js';
 import { MAX_GAPS, OutboxCursor, type OutboxReadPlan } from './outboxCursor.js';
@@ -184,7 +185,6 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
     });
 
   const dbOutage = new OutageLog(log, 'Postgres (relay lock session)');
-  const amqpOutage = new OutageLog(log, 'RabbitMQ');
   const publishOutage = new OutageLog(log, 'publishing');
   // Set when the lock session fails: the advisory lock went with it and a standby may hold it now.
   let lockLost = false;
@@ -265,43 +265,44 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
     await old?.end().catch(() => undefined);
   };
 
+  const bus = new BusReconnect({
+    url: config.amqpUrl,
+    // named so operators (and tests) can find it in `rabbitmqctl list_connections`
+    connectionName: options.connectionName ?? 'tgs-relay',
+    what: 'RabbitMQ',
+    log,
+    firstDelayMs: 100,
+    maxDelayMs: 5000,
+    sleep,
+    onAttemptFailed: () => stats.reconnects++,
+    consequence: async () => {
+      const { rows } = await pool.query<{ n: number }>(`SELECT ${UNPUBLISHED_COUNT} AS n`).catch(() => ({ rows: [{ n: -1 }] }));
+      return `${rows[0].n} message(s) waiting in the outbox`;
+    },
+  });
+
   const connectAmqp = async () => {
-    let attempt = 0;
-    while (!stopped) {
-      try {
-        // named so operators (and tests) can find it in `rabbitmqctl list_connections`
-        const connection = await connectBus(config.amqpUrl, { connectionName: options.connectionName ?? 'tgs-relay' });
-        connection.on('error', () => undefined);
-        connection.on('close', (err?: Error) => {
-          if (amqpConnection === connection) {
-            amqpConnection = undefined;
-            channel = undefined;
-            if (!stopped) amqpOutage.failed(err ?? new Error('connection closed'), 'outbox rows wait until it is back');
-            wake?.();
-          }
-        });
-        const ch = await connection.createConfirmChannel();
-        ch.on('error', () => undefined);
-        await declareExchanges(ch, config.exchangePrefix);
-        amqpConnection = connection;
-        channel = ch;
-        stats.connections++;
-        amqpOutage.recovered();
-        return;
-      } catch (err) {
-        attempt++;
-        stats.reconnects++;
-        if (!amqpOutage.down) {
-          const { rows } = await pool
-            .query<{ n: number }>(`SELECT ${UNPUBLISHED_COUNT} AS n`)
-            .catch(() => ({ rows: [{ n: -1 }] }));
-          amqpOutage.failed(err, `${rows[0].n} message(s) waiting in the outbox`);
-        } else {
-          amqpOutage.failed(err);
-        }
-        await sleep(Math.min(100 * 2 ** attempt, 5000));
-      }
-    }
+    const connected = await bus.connect(async (connection) => {
+      connection.on('error', () => undefined);
+      const ch = await connection.createConfirmChannel();
+      ch.on('error', () => undefined);
+      await declareExchanges(ch, config.exchangePrefix);
+      return ch;
+    }, () => stopped);
+    if (!connected) return;
+    const { conn: connection, value: ch } = connected;
+    // A batch in flight when the connection goes fails its confirm wait and stays in the outbox: it is published
+    // again on the next connection (to whichever node that reaches), and consumers drop the copy by its messageId.
+    connection.on('close', (err?: Error) => {
+      if (amqpConnection !== connection) return;
+      amqpConnection = undefined;
+      channel = undefined;
+      if (!stopped) bus.lost(err);
+      wake?.();
+    });
+    amqpConnection = connection;
+    channel = ch;
+    stats.connections++;
   };
 
   /**

@@ -195,7 +195,7 @@ function statsCounter<S extends object>(name: string, help: string, sources: Set
 }
 
 interface RelayStatsView { published: number; reconnects: number; active: boolean }
-interface BridgeStatsView { received: number; signals: number; resolutionsForwarded: number; dropped: number; requeued: number }
+interface BridgeStatsView { received: number; signals: number; resolutionsForwarded: number; dropped: number; requeued: number; deadLettered?: number }
 const relays = new Set<RelayStatsView>();
 const bridges = new Set<BridgeStatsView>();
 // Gauges holding running totals (prom-client's Counter cannot be set from a snapshot); `rate()` works on them
@@ -207,6 +207,17 @@ statsCounter('tgs_bridge_received_messages_total', 'Messages the bridge received
 statsCounter('tgs_bridge_signals_total', 'Signals the bridge sent to graph workflows', bridges, (s) => s.signals);
 statsCounter('tgs_bridge_resolutions_forwarded_total', 'Task resolutions the bridge forwarded to graph workflows', bridges, (s) => s.resolutionsForwarded);
 statsCounter('tgs_bridge_requeued_messages_total', 'Messages requeued after a failed flush (Temporal unavailable)', bridges, (s) => s.requeued);
+// Every bridge of a deployment reads the same queue's depth: the highest reading, not their sum.
+new client.Gauge({
+  name: 'tgs_bridge_dead_letter_messages',
+  help: "Messages in the bridge's dead-letter queue (delivered more often than the quorum queue's delivery limit), as a bridge last read it",
+  registers: [registry],
+  collect() {
+    let depth = -1;
+    for (const s of bridges) if (s.deadLettered !== undefined) depth = Math.max(depth, s.deadLettered);
+    if (depth >= 0) this.set(depth);
+  },
+});
 
 function keep<K, V>(map: Map<K, V>, key: K, value: V): () => void {
   map.set(key, value);

@@ -89,6 +89,30 @@ export async function graphsHearing(db: Queryable, taskIds: string[]): Promise<H
   return (await db.query<HearingNode>(prepared(GRAPHS_HEARING_SQL, [taskIds]))).rows;
 }
 
+/** A task defined with queue-level dependencies that no graph has as a member yet, and the group it joins. */
+export interface JoiningTask {
+  task_id: string;
+  task_group_id: string;
+}
+
+/**
+ * Of these tasks, those created with dependencies (queue-level: createTask with `dependencies`) that are not yet a
+ * member of a graph: each joins its group's workflow (the bridge signals it `tasksDefined`).
+ */
+export async function tasksJoiningGroups(db: Queryable, taskIds: string[]): Promise<JoiningTask[]> {
+  if (taskIds.length === 0) return [];
+  const { rows } = await db.query<JoiningTask>(
+    prepared(
+      `SELECT t.task_id, t.task_group_id FROM tasks t
+       WHERE t.task_id = ANY($1)
+         AND EXISTS (SELECT 1 FROM task_dependencies d WHERE d.dependent_task_id = t.task_id)
+         AND NOT EXISTS (SELECT 1 FROM graph_nodes n WHERE n.task_id = t.task_id AND n.member)`,
+      [taskIds],
+    ),
+  );
+  return rows;
+}
+
 /** Which of these taskIds are member tasks of the graph (activities act on nothing else, whatever they are told). */
 export async function graphMembers(db: Queryable, taskGraphId: string, taskIds: string[]): Promise<Set<string>> {
   if (taskIds.length === 0) return new Set();

@@ -223,6 +223,62 @@ for (const impl of implementations) {
       await second.close();
     });
 
+    test("a quorum queue with a delivery limit dead-letters a message returned more often than its limit; it cannot be redeclared classic", async () => {
+      const dead = await exchange('dead');
+      const { queue: deadQueue } = await ch.assertQueue(`${dead}/q`, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+      queues.add(deadQueue);
+      await ch.bindQueue(deadQueue, dead, '#');
+      const name = `${prefix}limited`;
+      const args = { 'x-queue-type': 'quorum', 'x-delivery-limit': 2, 'x-dead-letter-exchange': dead, 'x-dead-letter-routing-key': 'dead' };
+      await ch.assertQueue(name, { durable: true, arguments: args });
+      queues.add(name);
+      assert.equal((await ch.assertQueue(name, { durable: true, arguments: args })).queue, name, 'the same arguments again: fine');
+
+      const c = await connectBus(impl.url);
+      const consumer = await c.createChannel();
+      const deliveries: { redelivered: boolean; count: unknown }[] = [];
+      await consumer.consume(name, (m) => {
+        if (!m) return;
+        deliveries.push({ redelivered: m.fields.redelivered, count: m.properties.headers?.['x-delivery-count'] });
+        consumer.nack(m, false, true);
+      });
+      ch.publish('', name, Buffer.from('poison'), { messageId: 'poison', persistent: true });
+      const deadLettered: Got[] = [];
+      const reader = await c.createChannel();
+      await reader.consume(deadQueue, (m) => {
+        if (m) deadLettered.push(received('dead', m));
+      }, { noAck: true });
+      await eventually(async () => deadLettered.length === 1, 'the message dead-lettered', 10_000);
+      // RabbitMQ 3.x: a limit of 2 delivers it 3 times (2 redeliveries), then dead-letters it at its third return
+      assert.deepEqual(deliveries, [{ redelivered: false, count: undefined }, { redelivered: true, count: 1 }, { redelivered: true, count: 2 }]);
+      assert.deepEqual([deadLettered[0].messageId, deadLettered[0].routingKey, deadLettered[0].exchange, deadLettered[0].body], ['poison', 'dead', dead, 'poison']);
+      await c.close();
+
+      const typed = `${prefix}quorum`;
+      await ch.assertQueue(typed, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+      queues.add(typed);
+      const other = await connectBus(impl.url);
+      other.on('error', () => undefined);
+      try {
+        const otherCh = await other.createChannel();
+        otherCh.on('error', () => undefined);
+        const refused = await otherCh.assertQueue(typed, { durable: true }).then(() => undefined, (err: Error & { code?: number }) => err);
+        assert.equal(refused?.code, 406);
+        assert.match(refused?.message ?? '', /PRECONDITION_FAILED - inequivalent arg 'x-queue-type' for queue '[^']+' in vhost '\/': received none but current is the value 'quorum' of type 'longstr'/);
+        // the bridge's quorum arguments where a classic queue exists: RabbitMQ names the dead-letter exchange first
+        const classic = `${prefix}classic`;
+        const again = await other.createChannel();
+        again.on('error', () => undefined);
+        await again.assertQueue(classic, { durable: true });
+        queues.add(classic);
+        const upgrade = await again.assertQueue(classic, { durable: true, arguments: args }).then(() => undefined, (err: Error & { code?: number }) => err);
+        assert.equal(upgrade?.code, 406);
+        assert.match(upgrade?.message ?? '', /inequivalent arg 'x-dead-letter-exchange' for queue '[^']+' in vhost '\/': received the value '[^']+' of type 'longstr' but current is none/);
+      } finally {
+        await other.close().catch(() => undefined);
+      }
+    });
+
     test('a confirm channel refuses a publish to a missing exchange (the channel closes, waitForConfirms rejects)', async () => {
       const c = await connectBus(impl.url);
       c.on('error', () => undefined);

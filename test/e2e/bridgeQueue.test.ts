@@ -5,6 +5,7 @@ import { startStack, eventually, type Stack } from '../../support/stack.js';
 import { fastTask, graphOf } from '../../support/graphs.js';
 import { outboxCount } from '../../support/db.js';
 import { bridgeQueueName, parseQueueMessage, startBridge } from '../../src/bridge/bridge.js';
+import { bridgeQueueArguments } from '../../src/bridge/bridgeQueue.js';
 import { connectBus, type BusChannel, type BusConnection } from '../../src/exchanges/bus.js';
 import { queueExchangeName } from '../../src/exchanges/exchanges.js';
 import { WORKFLOW_TYPE, workflowIdFor } from '../../src/workflows/contract.js';
@@ -27,14 +28,15 @@ after(async () => {
 
 const outboxEmpty = () =>
   eventually(async () => (await outboxCount(stack.api.db.pool)) === 0, 'the relay published everything');
-const queued = async () => (await channel.assertQueue(bridgeQueueName(stack.config), { durable: true })).messageCount;
+// declared with the bridge's own arguments: RabbitMQ refuses a quorum queue's declaration without its x-queue-type
+const queued = async () => (await channel.assertQueue(bridgeQueueName(stack.config), { durable: true, arguments: bridgeQueueArguments(stack.config) })).messageCount;
 const manualTask = (extra: Record<string, unknown> = {}) => ({ ...fastTask('bridge queue'), workerType: 'manual', ...extra });
 
 test("the bridge unbinds task-defined; a graph's tasks never reach its queue, a createTask with dependencies does once", async () => {
   const bridgeOptions = { config: stack.config, pool: stack.api.db.pool, temporal: async () => stack.client, log: () => undefined };
   const queueName = bridgeQueueName(stack.config);
   // A bridge of an earlier version bound every task-defined message to the queue; a bridge starting unbinds it.
-  await channel.assertQueue(queueName, { durable: true });
+  await channel.assertQueue(queueName, { durable: true, arguments: bridgeQueueArguments(stack.config) });
   await channel.bindQueue(queueName, queueExchangeName(stack.config.exchangePrefix, 'task-defined'), '#');
   await (await startBridge(bridgeOptions)).stop();
 

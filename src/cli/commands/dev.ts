@@ -5,7 +5,7 @@ import { loadConfig, ROOT_CLIENT_ID, type Config } from '../../config.js';
 import { buildApi, type ApiApp } from '../../api/app.js';
 import { startRelay } from '../../exchanges/relay.js';
 import { startBridge } from '../../bridge/bridge.js';
-import { memoryBusUrl } from '../../exchanges/bus.js';
+import { memoryBusUrl, safeBusUrl } from '../../exchanges/bus.js';
 import { pgliteUrl } from '../../db/pglite.js';
 import { acquireDirLock } from '../../db/pgliteLock.js';
 import { createSchedulerWorker, ensureSearchAttributes } from '../../worker.js';
@@ -324,7 +324,7 @@ async function runDev(
   );
   console.log(`  Temporal graphs act as client ${config.temporalClientId}${temporalScopes ? ` (scopes ${temporalScopes.join(' ')})` : ' (TGS_TEMPORAL_CLIENT_ID)'}`);
   console.log(`  database       ${embeddedDb ? `embedded PGlite in ${path.join(dataDir, 'pglite')}` : `${safeUrl(databaseUrl)} (DATABASE_URL)`}`);
-  console.log(`  messages       ${embeddedBus ? 'in-process message bus' : `${safeUrl(amqpUrl)} (AMQP_URL)`}`);
+  console.log(`  messages       ${embeddedBus ? 'in-process message bus' : `${safeBusUrl(amqpUrl)} (AMQP_URL)`}`);
   console.log(
     `  workers        ${workers} shell worker(s) for ${DEV_PROVISIONER_ID}/${DEV_WORKER_TYPE}${workers === 0 ? ' (add some with --workers N, or run tgs shell-worker)' : ` as client ${DEV_WORKER_CLIENT_ID} (${DEV_WORKER_SCOPES.join(', ')})`}`,
   );

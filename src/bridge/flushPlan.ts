@@ -1,0 +1,79 @@
+import type { LatestRun } from '../queue/taskRow.js';
+import type { HearingNode, JoiningTask } from '../scheduler/graphStore.js';
+import type { Resolution, ResolvedState } from '../workflows/contract.js';
+
+/** A message of a flush: which task it is about and, for a resolution, what it claims. */
+export interface FlushItem {
+  taskId: string;
+  resolution?: Resolution;
+}
+
+/** One signal of a flush: the graph (or, for tasks joining one, the group) it goes to and the messages it carries. */
+export interface GraphSignal<M extends FlushItem> {
+  /** the graph's (or group's) id: its workflow is `task-graph/<key>`; the backoff of failures is kept per key */
+  key: string;
+  msgs: M[];
+}
+
+export interface ResolutionSignal<M extends FlushItem> extends GraphSignal<M> {
+  origin: string;
+  /** what the workflow hears: the stored run, not the message's word */
+  resolutions: Resolution[];
+}
+
+export interface DefinedSignal<M extends FlushItem> extends GraphSignal<M> {
+  taskIds: string[];
+}
+
+/** What the bridge does with each resolution message of a flush, given its task's stored latest run. */
+export interface Confirmation<M extends FlushItem> {
+  /** the row agrees: the message's resolution, rewritten from the row (latest runId, its state and reason) */
+  confirmed: { msg: M; resolution: Resolution }[];
+  /** the task is unknown to this deployment's database (acked, not forwarded) */
+  unknown: M[];
+  /** the row disagrees (forged, or overtaken by a rerun): acked, not forwarded */
+  disagreed: M[];
+}
+
+/** Checks each resolution message against its task's stored latest run. */
+export function confirmByStoredState<M extends FlushItem>(resolutions: M[], stored: LatestRun[]): Confirmation<M> {
+  const rows = new Map(stored.map((r) => [r.task_id, r]));
+  const result: Confirmation<M> = { confirmed: [], unknown: [], disagreed: [] };
+  for (const msg of resolutions) {
+    const claimed = msg.resolution;
+    const row = rows.get(msg.taskId);
+    if (!row) result.unknown.push(msg);
+    else if (!claimed || row.run_id !== claimed.runId || row.state !== claimed.state) result.disagreed.push(msg);
+    else {
+      const resolution: Resolution = { taskId: msg.taskId, runId: row.run_id, state: row.state as ResolvedState, ...(row.reason ? { reasonResolved: row.reason } : {}) };
+      result.confirmed.push({ msg, resolution });
+    }
+  }
+  return result;
+}
+
+/**
+ * One signal per graph that hears the confirmed resolutions: every graph with the task as a node (its own graph and
+ * graphs depending on it, `hearing` from graphsHearing) gets every confirmed message of that task.
+ */
+export function resolutionSignals<M extends FlushItem>(confirmed: { msg: M; resolution: Resolution }[], hearing: HearingNode[]): ResolutionSignal<M>[] {
+  const byTask = new Map<string, { msg: M; resolution: Resolution }[]>();
+  for (const c of confirmed) byTask.set(c.msg.taskId, [...(byTask.get(c.msg.taskId) ?? []), c]);
+  const byGraph = new Map<string, ResolutionSignal<M>>();
+  for (const row of hearing) {
+    let signal = byGraph.get(row.task_graph_id);
+    if (!signal) byGraph.set(row.task_graph_id, (signal = { key: row.task_graph_id, origin: row.origin, msgs: [], resolutions: [] }));
+    for (const c of byTask.get(row.task_id) ?? []) {
+      signal.msgs.push(c.msg);
+      signal.resolutions.push(c.resolution);
+    }
+  }
+  return [...byGraph.values()];
+}
+
+/** One `tasksDefined` signal per group that tasks join (`joining` from tasksJoiningGroups). */
+export function definedSignals<M extends FlushItem>(defined: M[], joining: JoiningTask[]): DefinedSignal<M>[] {
+  const byGroup = new Map<string, string[]>();
+  for (const r of joining) byGroup.set(r.task_group_id, [...(byGroup.get(r.task_group_id) ?? []), r.task_id]);
+  return [...byGroup].map(([key, taskIds]) => ({ key, taskIds, msgs: defined.filter((p) => taskIds.includes(p.taskId)) }));
+}
