@@ -162,13 +162,15 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
   if (shutdown.aborted) onShutdown();
   const logTimer = setInterval(() => void uploadLog(), options.logIntervalMs);
 
-  // Reclaim well before takenUntil: when a third of the claim is left (1200 s claims: every 800 s).
+  // Reclaim well before takenUntil: when a third of the claim is left (1200 s claims: every 800 s). Until the report:
+  // ending the run's processes, uploading its artifacts and removing its directory take claim time too.
+  let settled = false;
   let reclaimTimer: NodeJS.Timeout | undefined;
   const scheduleReclaim = () => {
     reclaimTimer = setTimeout(reclaim, Math.max(500, ((takenUntil - Date.now()) * 2) / 3));
   };
   const reclaim = async () => {
-    if (outcome) return;
+    if (settled) return;
     try {
       const r = await api.request<{ takenUntil: string; credentials: TgsCredentials }>('queue', 'POST', `/task/${taskId}/runs/${runId}/reclaim`);
       api = new ApiClient(options.rootUrl, r.credentials);
@@ -184,13 +186,12 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
         return;
       }
     }
-    if (!outcome) scheduleReclaim();
+    if (!settled) scheduleReclaim();
   };
   scheduleReclaim();
 
   await finished;
   clearTimeout(maxRunTimer);
-  clearTimeout(reclaimTimer);
   clearInterval(logTimer);
   shutdown.removeEventListener('abort', onShutdown);
   // output still buffered in the pipes arrives before 'close'; do not wait for stragglers that keep them open
@@ -216,6 +217,8 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
   }
   if (ended) await run.remove().catch((err: unknown) => options.log(`${id}: could not remove ${run.dir}: ${(err as Error).message}`));
   else options.log(`${id}: left ${run.dir} in place: processes of the run are still alive`);
+  settled = true;
+  clearTimeout(reclaimTimer);
   if (result === 'claim-lost') {
     await uploadLog();
     return result;

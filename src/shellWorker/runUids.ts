@@ -54,7 +54,7 @@ export async function processesOf(uid: number): Promise<number[]> {
   return pids;
 }
 
-/** Rounds of kill(-1) before giving up; a fork loop loses its whole tree at every round, 2 rounds end it in practice. */
+/** Rounds of the kill(-1) helper before giving up; a fork loop loses its whole tree at every kill, one round ends it in practice. */
 const KILL_ROUNDS = 50;
 
 /**
@@ -65,7 +65,9 @@ const KILL_ROUNDS = 50;
  */
 export async function killEveryProcessOf(uid: number, gid: number): Promise<void> {
   for (let round = 1; round <= KILL_ROUNDS; round++) {
-    await execFileText('/bin/sh', ['-c', 'kill -9 -1 2>/dev/null; exit 0'], { uid, gid });
+    // kill(-1) fails (ESRCH) once it finds nothing to signal: usually at once, as a sandbox's processes died with it;
+    // a zombie still counts, so the loop is bounded and /proc (which skips zombies) has the last word
+    await execFileText('/bin/sh', ['-c', 'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 100 ]; do i=$((i+1)); done; exit 0'], { uid, gid });
     if ((await processesOf(uid)).length === 0) return;
   }
   throw new Error(`uid ${uid} still has processes (${(await processesOf(uid)).join(', ')}) after ${KILL_ROUNDS} rounds of kill -1`);

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, closeSync, constants, lstatSync, openSync, readlinkSync, statSync } from 'node:fs';
+import { accessSync, constants, lstatSync, readlinkSync, statSync } from 'node:fs';
 import { chown, mkdir, mkdtemp, realpath } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
@@ -106,8 +106,28 @@ const ETC_ENTRIES = [
 /** The directories bound read-only as a whole: a path below one of them needs no bind of its own. */
 const covered = (p: string) => ['/usr', ...SYSTEM_DIRS].some((d) => p === d || p.startsWith(`${d}/`));
 
-/** bwrap's arguments for the system view; `nodeDirFd`: the fd (in bwrap) of the node binary's directory, when outside it. */
-function systemViewArgs(nodeDirFd: number | undefined): string[] {
+/** The first directory on the way to `dir` (itself included) that a user other than its owner and group cannot enter. */
+export function firstClosedDir(dir: string): { dir: string; mode: number } | undefined {
+  let p = path.resolve(dir);
+  const chain: string[] = [];
+  for (;;) {
+    chain.unshift(p);
+    const up = path.dirname(p);
+    if (up === p) break;
+    p = up;
+  }
+  for (const d of chain) {
+    const mode = statSync(d).mode & 0o777;
+    if ((mode & 0o001) === 0) return { dir: d, mode };
+  }
+  return undefined;
+}
+
+/**
+ * bwrap's arguments for the system view. `nodeDir`: the node binary's directory when the system directories do not
+ * hold it (a Node under /opt or a home directory), bound read-only so `node` keeps working in tasks.
+ */
+function systemViewArgs(nodeDir: string | undefined): string[] {
   const args = [
     '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
     // nested user namespaces are kernel attack surface a build does not need
@@ -126,21 +146,20 @@ function systemViewArgs(nodeDirFd: number | undefined): string[] {
   }
   for (const entry of ETC_ENTRIES) args.push('--ro-bind-try', `/etc/${entry}`, `/etc/${entry}`);
   args.push('--symlink', '/proc/self/mounts', '/etc/mtab', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/var/tmp');
-  if (nodeDirFd !== undefined) args.push('--ro-bind-fd', String(nodeDirFd), path.dirname(process.execPath));
+  if (nodeDir) args.push('--ro-bind', nodeDir, nodeDir);
   return args;
 }
 
-/** The node binary's directory, when the system view does not show it already (e.g. a Node under /root or /opt). */
-function nodeDirOutsideView(): string | undefined {
-  const dir = path.dirname(process.execPath);
-  return covered(dir) ? undefined : dir;
-}
-
 /**
- * Opens the directories bwrap binds by fd: the worker (root) can open a node directory under /root even when the
- * run's unprivileged uid could not traverse to it, and the task directory is bound by what was created, not by path.
+ * The node binary's directory when the system view does not show it already and the sandbox's identity can reach it
+ * (`otherUid`: a uid that is not the worker's, which needs every directory on the way open to others). Unreachable,
+ * tasks get the system's `node` on PATH, if any.
  */
-const openDirFd = (dir: string) => openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+function nodeDirToBind(otherUid: boolean): string | undefined {
+  const dir = path.dirname(process.execPath);
+  if (covered(dir)) return undefined;
+  return otherUid && firstClosedDir(dir) ? undefined : dir;
+}
 
 /**
  * Whether bwrap can run a sandbox here, tried once at start with the arguments of a real run (as `as`, the uid runs
@@ -150,16 +169,13 @@ const openDirFd = (dir: string) => openSync(dir, constants.O_RDONLY | constants.
 export function probeBwrap(options: { bwrapPath?: string; as?: { uid: number; gid: number } } = {}): BwrapProbe {
   const bwrap = options.bwrapPath ?? findBwrap();
   if (!bwrap) return { ok: false, why: `bwrap was not found on PATH (${process.env.PATH ?? ''})` };
-  const nodeDir = nodeDirOutsideView();
-  const fds: number[] = [];
   try {
-    if (nodeDir) fds.push(openDirFd(nodeDir));
-    const r = spawnSync(bwrap, [...systemViewArgs(nodeDir ? 3 : undefined), '--', '/bin/sh', '-c', 'test -d /proc/self && test -x /bin/sh'], {
+    const r = spawnSync(bwrap, [...systemViewArgs(nodeDirToBind(options.as !== undefined)), '--', '/bin/sh', '-c', 'test -d /proc/self && test -x /bin/sh'], {
       encoding: 'utf8',
       env: {},
       cwd: '/',
       timeout: 10_000,
-      stdio: ['ignore', 'pipe', 'pipe', ...fds],
+      stdio: ['ignore', 'pipe', 'pipe'],
       ...(options.as ?? {}),
     });
     if (r.error) return { ok: false, why: `${bwrap} could not be started: ${r.error.message}` };
@@ -170,8 +186,6 @@ export function probeBwrap(options: { bwrapPath?: string; as?: { uid: number; gi
     return { ok: true, path: bwrap };
   } catch (err) {
     return { ok: false, why: `${bwrap} could not be tried: ${(err as Error).message}` };
-  } finally {
-    for (const fd of fds) closeSync(fd);
   }
 }
 
@@ -225,6 +239,17 @@ export class Sandbox {
   constructor(readonly config: SandboxConfig) {
     if (config.mode === 'user' && !config.uids) throw new Error('isolation user needs a uid range');
     if (config.mode === 'bwrap' && !config.bwrapPath) throw new Error('isolation bwrap needs the bwrap binary');
+    // a run's own uid (or --task-user) is nobody the directories on the way know: each must be open to others
+    if (config.uids || config.taskUser) {
+      const workDir = config.workDir ?? tmpdir();
+      const closed = firstClosedDir(workDir);
+      if (closed) {
+        throw new Error(
+          `--work-dir ${workDir}: the runs' uids cannot enter ${closed.dir} (mode ${closed.mode.toString(8).padStart(4, '0')}). ` +
+            `Open it to others (chmod o+x ${closed.dir}) or choose a --work-dir every user can enter (the default, ${tmpdir()}, is).`,
+        );
+      }
+    }
   }
 
   /** The worker's start line: what separates runs here and what does not. */
@@ -288,22 +313,16 @@ export class Sandbox {
           });
           return child;
         }
-        const nodeDir = nodeDirOutsideView();
-        const fds = [openDirFd(dir)];
-        try {
-          if (nodeDir) fds.push(openDirFd(nodeDir));
-          const bwrapArgs = [...systemViewArgs(nodeDir ? 4 : undefined), '--bind-fd', '3', dir, '--chdir', dir, '--', file, ...args];
-          child = spawn(bwrapPath as string, bwrapArgs, {
-            cwd: '/',
-            env,
-            stdio: ['ignore', 'pipe', 'pipe', ...fds],
-            detached: true,
-            ...(identity ? { uid: identity.uid, gid: identity.gid } : {}),
-          });
-          return child;
-        } finally {
-          for (const fd of fds) closeSync(fd);
-        }
+        // the task directory at its own path, so TASK_WORKDIR and the paths in its log mean the same inside and out
+        const bwrapArgs = [...systemViewArgs(nodeDirToBind(identity !== undefined)), '--bind', dir, dir, '--chdir', dir, '--', file, ...args];
+        child = spawn(bwrapPath as string, bwrapArgs, {
+          cwd: '/',
+          env,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          detached: true,
+          ...(identity ? { uid: identity.uid, gid: identity.gid } : {}),
+        });
+        return child;
       },
       kill: () => {
         // bwrap: its sandbox dies with it (--die-with-parent), and with the sandbox's pid 1 every process inside
