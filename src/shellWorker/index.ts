@@ -40,7 +40,7 @@ export interface ShellWorkerOptions {
   bwrapPath?: string;
   /**
    * The OS user outside the sandbox (the worker must be root): with bwrap, every sandbox runs as this user instead of
-   * a fresh uid per run; with `none`, every task runs as it. Refused with `user`, which gives each run its own uid.
+   * a fresh uid per run; with `none`, every task runs as it. Not used with `user`, which gives each run its own uid.
    */
   taskUser?: string;
   /** how often the live log is re-uploaded while a task runs (default 1000 ms) */
@@ -94,7 +94,7 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
   const root = process.getuid?.() === 0;
   // tried once, as the identity sandboxes will have: a root worker runs them as a uid of the range
   const bwrap = options.isolation === 'user' || options.isolation === 'none' ? { ok: false as const, why: 'not tried' } : probeBwrap({ bwrapPath: options.bwrapPath, as: root ? (taskUser ?? { uid: uidRange.last, gid: uidRange.last }) : undefined });
-  const isolation = chooseIsolation(options.isolation, { uid: process.getuid?.(), bwrap }, { fallbackToNone: options.fallbackToNone, taskUser: options.taskUser });
+  const isolation = chooseIsolation(options.isolation, { uid: process.getuid?.(), bwrap }, { fallbackToNone: options.fallbackToNone });
   const sandbox = new Sandbox({
     mode: isolation.mode,
     bwrapPath: bwrap.ok ? bwrap.path : undefined,
@@ -130,6 +130,9 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
   const loop = async () => {
     let failures = 0;
     if (isolation.mode === 'none') log(UNSAFE_LINE);
+    if (isolation.mode === 'user' && taskUser) {
+      log(`--task-user ${taskUser.name} is not used: isolation user gives every run a fresh uid of its own (--uid-range); --task-user only names the identity of bwrap sandboxes and of --isolation none`);
+    }
     log(`isolation ${isolation.mode} (${isolation.why}): ${sandbox.describe()}`);
     log(`claiming tasks of ${pool} as ${workerGroup}/${workerId}, capacity ${options.capacity}, against ${options.rootUrl}`);
     while (!shutdown.signal.aborted) {

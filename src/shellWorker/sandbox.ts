@@ -41,12 +41,9 @@ export interface IsolationChoice {
  * a mode the machine cannot give, or given nothing usable, it throws saying what to install or which flag to use;
  * `fallbackToNone` (tgs dev on a fresh machine) takes `none` instead of refusing.
  */
-export function chooseIsolation(requested: IsolationMode | undefined, facts: MachineFacts, options: { fallbackToNone?: boolean; taskUser?: string } = {}): IsolationChoice {
+export function chooseIsolation(requested: IsolationMode | undefined, facts: MachineFacts, options: { fallbackToNone?: boolean } = {}): IsolationChoice {
   const root = facts.uid === 0;
   const bwrapWhy = facts.bwrap.ok ? '' : facts.bwrap.why;
-  const userRefused = options.taskUser !== undefined
-    ? `--task-user ${options.taskUser} does not go with --isolation user, which gives every run a fresh uid of its own (--uid-range): leave out --task-user`
-    : undefined;
   if (requested !== undefined && !ISOLATION_MODES.includes(requested)) {
     throw new Error(`--isolation ${JSON.stringify(requested)}: give bwrap, user or none`);
   }
@@ -61,14 +58,12 @@ export function chooseIsolation(requested: IsolationMode | undefined, facts: Mac
   }
   if (requested === 'user') {
     if (!root) throw new Error(`--isolation user: giving every run its own uid needs root, and this worker runs as ${facts.uid === undefined ? 'a platform without uids' : `uid ${facts.uid}`}. Start the worker as root, or use --isolation bwrap (${BWRAP_INSTALL_HINT}).`);
-    if (userRefused) throw new Error(userRefused);
     return { mode: 'user', why: 'asked for' };
   }
   if (requested === 'none') return { mode: 'none', why: 'asked for' };
   if (facts.bwrap.ok) return { mode: 'bwrap', why: 'the strongest this machine gives' };
-  if (root && !userRefused) return { mode: 'user', why: `the strongest this machine gives: bubblewrap cannot run here (${bwrapWhy}; ${BWRAP_INSTALL_HINT} gives the stronger bwrap mode)` };
-  if (options.fallbackToNone) return { mode: 'none', why: `nothing stronger here: bubblewrap cannot run (${bwrapWhy}; ${BWRAP_INSTALL_HINT}) and ${root ? '--task-user rules out per-run uids' : 'this process is not root'}` };
-  if (userRefused) throw new Error(`${userRefused}; bubblewrap cannot run here either (${bwrapWhy}; ${BWRAP_INSTALL_HINT})`);
+  if (root) return { mode: 'user', why: `the strongest this machine gives: bubblewrap cannot run here (${bwrapWhy}; ${BWRAP_INSTALL_HINT} gives the stronger bwrap mode)` };
+  if (options.fallbackToNone) return { mode: 'none', why: `nothing stronger here: bubblewrap cannot run (${bwrapWhy}; ${BWRAP_INSTALL_HINT}) and this process is not root` };
   throw new Error(
     `no task sandbox is available: bubblewrap cannot run here (${bwrapWhy}) and this worker is not root (uid ${facts.uid}). ` +
       `Install bubblewrap (${BWRAP_INSTALL_HINT}), or start the worker as root (--isolation user), or pass --isolation none to run tasks unsandboxed (${UNSAFE_LINE}).`,

@@ -257,7 +257,6 @@ test('chooseIsolation: the strongest available, refusals that say what to do, tg
   assert.equal(dev.mode, 'none');
   assert.match(dev.why, /apt-get install bubblewrap/);
   assert.throws(() => chooseIsolation('user', { uid: 1000, bwrap }), /--isolation user: giving every run its own uid needs root, and this worker runs as uid 1000/);
-  assert.throws(() => chooseIsolation('user', { uid: 0, bwrap }, { taskUser: 'builder' }), /--task-user builder does not go with --isolation user/);
   assert.throws(() => chooseIsolation('bwrap', { uid: 0, bwrap: noBwrap }), /apt-get install bubblewrap.*--isolation user/);
   assert.throws(() => chooseIsolation('docker' as IsolationMode, { uid: 0, bwrap }), /--isolation "docker": give bwrap, user or none/);
   assert.equal(chooseIsolation('none', { uid: 1000, bwrap: noBwrap }).mode, 'none');

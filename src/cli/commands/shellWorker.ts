@@ -32,7 +32,7 @@ export function registerShellWorkerCommand(program: Command): void {
     .option('--capacity <n>', 'how many tasks run at once', '1')
     .option('--worker-group <group>', 'workerGroup reported to the queue', 'tgs-shell')
     .option('--worker-id <id>', 'workerId reported to the queue (default <hostname>-<pid>)')
-    .option('--work-dir <dir>', 'parent of the per-task working directories (default: the OS temp dir; with --isolation user or none --task-user, task users must be able to enter it)')
+    .option('--work-dir <dir>', 'parent of the per-task working directories (default: the OS temp dir; when runs have their own uids, each directory on the way must be open to others, o+x)')
     .option(
       '--isolation <mode>',
       'how each run is sandboxed: bwrap (bubblewrap namespaces; as root also a fresh uid per run), user (root: a fresh uid per run) or none (unsafe: tasks can read the worker\'s credentials). ' +
@@ -41,7 +41,7 @@ export function registerShellWorkerCommand(program: Command): void {
     .option('--uid-range <first-last>', 'the uids runs get (isolation user, and bwrap as root); no account may have one', '1500000-1565535')
     .option(
       '--task-user <name>',
-      'the OS user sandboxes run as instead of a fresh uid per run (bwrap; worker must be root), or every task runs as (none); refused with --isolation user',
+      'the OS user bwrap sandboxes run as instead of a fresh uid per run, or every task runs as with --isolation none (worker must be root); not used by --isolation user, which gives each run its own uid',
     )
     .action(async (opts: Options) => {
       const resolved = resolveCredentials();
