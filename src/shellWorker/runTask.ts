@@ -144,6 +144,8 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
     child.once('exit', (code, signal) => {
       exitDescription = signal ? `killed by ${signal}` : `exit code ${code}`;
       outcome ??= code === 0 ? 'completed' : 'failed';
+      // the command is gone: so is what it left (end() below makes sure), and with it whatever holds its pipes open
+      run.kill();
       resolve();
     });
   });
