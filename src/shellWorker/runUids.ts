@@ -65,10 +65,11 @@ const KILL_ROUNDS = 50;
  */
 export async function killEveryProcessOf(uid: number, gid: number): Promise<void> {
   for (let round = 1; round <= KILL_ROUNDS; round++) {
-    // kill(-1) fails (ESRCH) once it finds nothing to signal: usually at once, as a sandbox's processes died with it;
-    // a zombie still counts, so the loop is bounded and /proc (which skips zombies) has the last word
-    await execFileText('/bin/sh', ['-c', 'i=0; while kill -9 -1 2>/dev/null && [ $i -lt 100 ]; do i=$((i+1)); done; exit 0'], { uid, gid });
-    if ((await processesOf(uid)).length === 0) return;
+    // kill(-1) fails (ESRCH) when it finds nothing to signal, zombies included: at the first try (exit 3) the uid has
+    // no process at all. Otherwise the loop is bounded (a zombie stays signalable until reaped; some kernels answer
+    // success with nothing of the uid left) and /proc, which skips zombies, has the last word.
+    const helper = await execFileText('/bin/sh', ['-c', 'kill -9 -1 2>/dev/null || exit 3; i=0; while kill -9 -1 2>/dev/null && [ $i -lt 100 ]; do i=$((i+1)); done; exit 0'], { uid, gid });
+    if (helper.code === 3 || (await processesOf(uid)).length === 0) return;
   }
   throw new Error(`uid ${uid} still has processes (${(await processesOf(uid)).join(', ')}) after ${KILL_ROUNDS} rounds of kill -1`);
 }
