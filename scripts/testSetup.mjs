@@ -1,6 +1,6 @@
 // What the test suite needs on the machine, found or set up before any test runs: PostgreSQL and RabbitMQ
 // (started when installed but stopped), the Temporal CLI (built once, as `tgs dev` builds it), the Temporal server
-// and its SQL schema tool (built once, for the tests on a Temporal cluster) and Chromium
+// and its SQL schema tool (built once, for the tests on a Temporal cluster), Chromium and bubblewrap
 // (installed from Debian's packages when running as root). Says what it does; where it cannot set something up it
 // stops at once with the command to run, instead of letting dozens of tests fail on it.
 import { spawnSync } from 'node:child_process';
@@ -127,11 +127,24 @@ function ensureChromium() {
   say('Chromium installed');
 }
 
+/** bubblewrap: the shell worker's default sandbox, which test/security/sandbox.test.ts drives as root. */
+function ensureBubblewrap() {
+  if (has('bwrap')) return;
+  if (!isRoot() || !has('apt-get')) {
+    throw new SetupError('bubblewrap (bwrap) is missing (the shell worker\'s sandbox tests use it). Install it: `sudo apt-get update && sudo apt-get install -y bubblewrap`.');
+  }
+  say('bubblewrap is missing: apt-get install bubblewrap');
+  const ok = sh('apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null');
+  if (!ok || !has('bwrap')) throw new SetupError('installing bubblewrap failed: run `apt-get update && apt-get install -y bubblewrap`');
+  say('bubblewrap installed');
+}
+
 /** Sets up everything the suite needs; throws SetupError with the command to run when it cannot. */
 export async function setUpTestMachine() {
   await ensurePostgres();
   await ensureRabbit();
   ensureChromium();
+  ensureBubblewrap();
   await ensureTemporal();
   await ensureTemporalServer();
 }

@@ -4,9 +4,12 @@ import { TgsClient } from '../client/tgsClient.js';
 import { ReportBatcher } from './reports.js';
 import { runTask, type ClaimedRun, type RunOutcome } from './runTask.js';
 import { resolveTaskUser } from './taskUser.js';
+import { chooseIsolation, probeBwrap, Sandbox, UNSAFE_LINE, type IsolationMode } from './sandbox.js';
+import { DEFAULT_UID_RANGE, parseUidRange, uidPool, type UidRange } from './runUids.js';
 
 export { parseShellPayload, shellPayloadSchema, type ShellPayload, type ArtifactSpec } from './payload.js';
 export type { RunOutcome } from './runTask.js';
+export { ISOLATION_MODES, UNSAFE_LINE, type IsolationMode } from './sandbox.js';
 
 export interface ShellWorkerOptions {
   /** where the API runs, e.g. http://127.0.0.1:8080 */
@@ -24,8 +27,20 @@ export interface ShellWorkerOptions {
   /** parent directory of the per-task working directories (default: the OS temp dir) */
   workDir?: string;
   /**
-   * Run every task as this OS user (the worker must be root): tasks then cannot read the worker's environment
-   * (/proc/<pid>/environ) or files. Without it, tasks run as the worker's own user and can read its credentials.
+   * How runs are kept apart from each other and from the worker (sandbox.ts): `bwrap`, `user` (root) or `none`
+   * (unsafe). Default: the strongest this machine gives, bwrap if it works here, else `user` when root; with neither
+   * the worker refuses to start unless `fallbackToNone`.
+   */
+  isolation?: IsolationMode;
+  /** with no isolation asked for and none available: run unsandboxed (with the unsafe line) instead of refusing (tgs dev) */
+  fallbackToNone?: boolean;
+  /** per-run uids (modes user, and bwrap as root): `FIRST-LAST` or a range; default 1500000-1565535 */
+  uidRange?: string | UidRange;
+  /** the bwrap binary (default: `bwrap` on PATH) */
+  bwrapPath?: string;
+  /**
+   * The OS user outside the sandbox (the worker must be root): with bwrap, every sandbox runs as this user instead of
+   * a fresh uid per run; with `none`, every task runs as it. Not used with `user`, which gives each run its own uid.
    */
   taskUser?: string;
   /** how often the live log is re-uploaded while a task runs (default 1000 ms) */
@@ -75,6 +90,18 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
   }
   const taskUser = options.taskUser === undefined ? undefined : resolveTaskUser(options.taskUser);
   const log = options.log ?? ((line: string) => console.log(`shell-worker: ${line}`));
+  const uidRange = typeof options.uidRange === 'string' ? parseUidRange(options.uidRange) : (options.uidRange ?? DEFAULT_UID_RANGE);
+  const root = process.getuid?.() === 0;
+  // tried once, as the identity sandboxes will have: a root worker runs them as a uid of the range
+  const bwrap = options.isolation === 'user' || options.isolation === 'none' ? { ok: false as const, why: 'not tried' } : probeBwrap({ bwrapPath: options.bwrapPath, as: root ? (taskUser ?? { uid: uidRange.last, gid: uidRange.last }) : undefined });
+  const isolation = chooseIsolation(options.isolation, { uid: process.getuid?.(), bwrap }, { fallbackToNone: options.fallbackToNone });
+  const sandbox = new Sandbox({
+    mode: isolation.mode,
+    bwrapPath: bwrap.ok ? bwrap.path : undefined,
+    uids: isolation.mode === 'user' || (isolation.mode === 'bwrap' && root && !taskUser) ? uidPool(uidRange) : undefined,
+    taskUser: isolation.mode === 'user' ? undefined : taskUser,
+    workDir: options.workDir,
+  });
   const pool = `${options.provisionerId}/${options.workerType}`;
   const claimAbort = new AbortController();
   const shutdown = new AbortController();
@@ -88,7 +115,7 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
   let wake: (() => void) | undefined;
 
   const start = (claim: ClaimedRun) => {
-    const p = runTask(claim, { rootUrl: options.rootUrl, workDir: options.workDir, logIntervalMs: options.logIntervalMs ?? 1000, log, taskUser, reports }, shutdown.signal)
+    const p = runTask(claim, { rootUrl: options.rootUrl, logIntervalMs: options.logIntervalMs ?? 1000, log, sandbox, reports }, shutdown.signal)
       .then(
         (outcome) => options.onRun?.({ taskId: claim.status.taskId, runId: claim.runId, outcome }),
         (err: unknown) => log(`${claim.status.taskId}/${claim.runId}: ${(err as Error).stack ?? String(err)}`),
@@ -102,10 +129,12 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
 
   const loop = async () => {
     let failures = 0;
-    log(
-      `claiming tasks of ${pool} as ${workerGroup}/${workerId}, capacity ${options.capacity}, against ${options.rootUrl}; ` +
-        (taskUser ? `tasks run as ${taskUser.name} (uid ${taskUser.uid})` : 'tasks run as this worker\'s user (they can read its credentials; see --task-user)'),
-    );
+    if (isolation.mode === 'none') log(UNSAFE_LINE);
+    if (isolation.mode === 'user' && taskUser) {
+      log(`--task-user ${taskUser.name} is not used: isolation user gives every run a fresh uid of its own (--uid-range); --task-user only names the identity of bwrap sandboxes and of --isolation none`);
+    }
+    log(`isolation ${isolation.mode} (${isolation.why}): ${sandbox.describe()}`);
+    log(`claiming tasks of ${pool} as ${workerGroup}/${workerId}, capacity ${options.capacity}, against ${options.rootUrl}`);
     while (!shutdown.signal.aborted) {
       if (running.size >= options.capacity) {
         await new Promise<void>((resolve) => {

@@ -1,7 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chown, mkdtemp, realpath, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { ApiClient, TgsApiError, type TgsCredentials } from '../client/http.js';
 import type { Resolution } from '../client/tgsClient.js';
 import { ArtifactUploader } from './artifacts.js';
@@ -9,7 +5,8 @@ import { locateConfined, readConfined } from './confine.js';
 import { LIVE_LOG } from '../queue/liveLogName.js';
 import { LiveLog } from './liveLog.js';
 import { guessContentType, parseShellPayload, type ArtifactSpec, type ShellPayload } from './payload.js';
-import type { TaskUser } from './taskUser.js';
+import type { RunSandbox, Sandbox } from './sandbox.js';
+import { taskEnv } from './taskEnv.js';
 import type { ReportBatcher } from './reports.js';
 
 const LOG_CONTENT_TYPE = 'text/plain; charset=utf-8';
@@ -27,52 +24,16 @@ export interface ClaimedRun {
 
 export interface RunOptions {
   rootUrl: string;
-  /** parent of the per-task working directories */
-  workDir?: string;
   /** how often the live log is re-uploaded while the command runs */
   logIntervalMs: number;
   log: (line: string) => void;
-  /** run the command as this user (the worker is root): the task directory is theirs, HOME is it */
-  taskUser?: TaskUser;
+  /** makes each run's directory, identity and process tree, and ends them (sandbox.ts) */
+  sandbox: Sandbox;
   /** where the run's report goes out (with other runs' reports, or as its single call) */
   reports: ReportBatcher;
 }
 
 export type RunOutcome = 'completed' | 'failed' | 'malformed-payload' | 'worker-shutdown' | 'claim-lost';
-
-/** Variables of the worker that a task must not see (its credentials, and tgs's own services' URLs with passwords). */
-const PRIVATE_ENV = /^((TGS|TASKCLUSTER)_(CLIENT_ID|ACCESS_TOKEN|CERTIFICATE|ROOT_ACCESS_TOKEN)|DATABASE_URL|AMQP_URL)$/;
-
-function taskEnv(claim: ClaimedRun, rootUrl: string, workDir: string, payload: ShellPayload, user: TaskUser | undefined): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!PRIVATE_ENV.test(k)) env[k] = v;
-  // `node` is always at hand for task commands (the one runtime tgs itself needs)
-  env.PATH = [path.dirname(process.execPath), process.env.PATH].filter(Boolean).join(path.delimiter);
-  Object.assign(env, {
-    TASK_ID: claim.status.taskId,
-    RUN_ID: String(claim.runId),
-    TASK_WORKDIR: workDir,
-    TGS_ROOT_URL: rootUrl,
-    TASKCLUSTER_ROOT_URL: rootUrl,
-  });
-  // the worker's HOME (root's) is not the task's: its own directory is the one place it can surely write
-  if (user) Object.assign(env, { HOME: workDir, USER: user.name, LOGNAME: user.name });
-  return { ...env, ...payload.env };
-}
-
-/** Kills the command and everything it started (it runs in its own process group). */
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, 'SIGKILL');
-  } catch {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-}
 
 const fmtSeconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
@@ -150,25 +111,27 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
     return 'worker-shutdown';
   }
 
-  const workDir = await mkdtemp(path.join(options.workDir ?? tmpdir(), `tgs-task-${taskId}-${runId}-`));
-  // taken before the command runs: artifact paths must resolve below this, whatever the task does to its directory
-  const realWorkDir = await realpath(workDir);
-  const user = options.taskUser;
-  if (user) await chown(workDir, user.uid, user.gid);
+  let run: RunSandbox;
+  try {
+    run = await options.sandbox.prepare(taskId, runId);
+  } catch (err) {
+    // the machine's fault (no free uid, a full disk), not the task's: the queue retries it elsewhere
+    liveLog.note(`could not prepare the run's sandbox: ${(err as Error).message}; resolving the run as exception worker-shutdown`);
+    options.log(`${id}: could not prepare the sandbox: ${(err as Error).message}`);
+    await uploadLog();
+    await report('exception', 'worker-shutdown');
+    return 'worker-shutdown';
+  }
+  // artifact paths must resolve below this, whatever the task does to its directory
+  const realWorkDir = run.dir;
   const [file, args, shell] = typeof payload.command === 'string' ? ['/bin/sh', ['-c', payload.command], true] : [payload.command[0], payload.command.slice(1), false];
-  liveLog.note(`working directory ${workDir}${user ? `; running as ${user.name} (uid ${user.uid})` : ''}`);
+  liveLog.note(`working directory ${run.dir}; ${run.describe}`);
   liveLog.note(`command ${shell ? `(sh -c) ${payload.command as string}` : JSON.stringify(payload.command)}; maxRunTime ${payload.maxRunTime} s`);
   const started = Date.now();
   let outcome: RunOutcome | undefined;
   let exitDescription = '';
-  const child = spawn(file, args, {
-    cwd: workDir,
-    env: taskEnv(claim, options.rootUrl, workDir, payload, user),
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: true,
-    // libuv also drops the worker's supplementary groups when it switches user
-    ...(user ? { uid: user.uid, gid: user.gid } : {}),
-  });
+  const env = taskEnv({ taskId, runId, rootUrl: options.rootUrl, dir: run.dir, tmpDir: run.tmpDir, userName: run.userName, payloadEnv: payload.env });
+  const child = run.spawn(file, args, env);
   child.stdout?.on('data', (d: Buffer) => liveLog.append(d));
   child.stderr?.on('data', (d: Buffer) => liveLog.append(d));
 
@@ -181,8 +144,8 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
     child.once('exit', (code, signal) => {
       exitDescription = signal ? `killed by ${signal}` : `exit code ${code}`;
       outcome ??= code === 0 ? 'completed' : 'failed';
-      // the command is gone: whatever it left behind in its process group goes too
-      killGroup(child);
+      // the command is gone: so is what it left (end() below makes sure), and with it whatever holds its pipes open
+      run.kill();
       resolve();
     });
   });
@@ -190,7 +153,7 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
     if (outcome) return;
     outcome = why;
     liveLog.note(line);
-    killGroup(child);
+    run.kill();
   };
   const maxRunTimer = setTimeout(
     () => stop('failed', `maxRunTime of ${payload.maxRunTime} s exceeded: killed the command`),
@@ -201,13 +164,15 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
   if (shutdown.aborted) onShutdown();
   const logTimer = setInterval(() => void uploadLog(), options.logIntervalMs);
 
-  // Reclaim well before takenUntil: when a third of the claim is left (1200 s claims: every 800 s).
+  // Reclaim well before takenUntil: when a third of the claim is left (1200 s claims: every 800 s). Until the report:
+  // ending the run's processes, uploading its artifacts and removing its directory take claim time too.
+  let settled = false;
   let reclaimTimer: NodeJS.Timeout | undefined;
   const scheduleReclaim = () => {
     reclaimTimer = setTimeout(reclaim, Math.max(500, ((takenUntil - Date.now()) * 2) / 3));
   };
   const reclaim = async () => {
-    if (outcome) return;
+    if (settled) return;
     try {
       const r = await api.request<{ takenUntil: string; credentials: TgsCredentials }>('queue', 'POST', `/task/${taskId}/runs/${runId}/reclaim`);
       api = new ApiClient(options.rootUrl, r.credentials);
@@ -223,18 +188,25 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
         return;
       }
     }
-    if (!outcome) scheduleReclaim();
+    if (!settled) scheduleReclaim();
   };
   scheduleReclaim();
 
   await finished;
   clearTimeout(maxRunTimer);
-  clearTimeout(reclaimTimer);
   clearInterval(logTimer);
   shutdown.removeEventListener('abort', onShutdown);
   // output still buffered in the pipes arrives before 'close'; do not wait for stragglers that keep them open
   await Promise.race([new Promise((r) => child.once('close', r)), new Promise((r) => setTimeout(r, 1000))]);
   liveLog.note(`${exitDescription} after ${fmtSeconds(Date.now() - started)}`);
+  // the command is gone: whatever it started goes too, before its files are read (nothing of the run can change
+  // them during the upload) and before its directory is removed (nothing can swap a symlink in meanwhile)
+  let ended = true;
+  await run.end().catch((err: unknown) => {
+    ended = false;
+    liveLog.note(`could not end every process of the run: ${(err as Error).message}`);
+    options.log(`${id}: could not end every process of the run: ${(err as Error).message}`);
+  });
 
   let result = outcome as RunOutcome;
   if (result === 'completed' || result === 'failed') {
@@ -245,7 +217,10 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
       result = 'failed';
     }
   }
-  await rm(workDir, { recursive: true, force: true }).catch((err: unknown) => options.log(`${id}: could not remove ${workDir}: ${(err as Error).message}`));
+  if (ended) await run.remove().catch((err: unknown) => options.log(`${id}: could not remove ${run.dir}: ${(err as Error).message}`));
+  else options.log(`${id}: left ${run.dir} in place: processes of the run are still alive`);
+  settled = true;
+  clearTimeout(reclaimTimer);
   if (result === 'claim-lost') {
     await uploadLog();
     return result;

@@ -30,6 +30,8 @@ before(async () => {
     capacity: 4,
     logIntervalMs: 300,
     log: () => undefined,
+    // the tests hold and release tasks through files in their directory, which only unsandboxed runs share
+    isolation: 'none',
   });
   client = new TgsClient({ rootUrl: `${stack.api.rootUrl}/`, credentials: stack.api.root });
 });

@@ -20,7 +20,11 @@ after(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-/** A two-task graph for `tgs dev --workers`: b runs after a and checks what a wrote. */
+/**
+ * A two-task graph for `tgs dev --workers`: b runs after a and checks what a wrote into the test's directory. Only
+ * unsandboxed runs share a filesystem, so the tgs dev instances that run it get `--isolation none` (UNSANDBOXED); the
+ * README's main job below runs in the default sandbox.
+ */
 function smallGraph(marker: string) {
   const now = Date.now();
   const task = (name: string, command: string) => ({
@@ -39,6 +43,8 @@ function smallGraph(marker: string) {
     },
   };
 }
+
+const UNSANDBOXED = ['--isolation', 'none'];
 
 async function graphState(client: ApiClient, taskGraphId: string): Promise<string> {
   const { status } = await client.request<{ status: { state: string } }>('scheduler', 'GET', `/task-graph/${taskGraphId}/status`);
@@ -62,12 +68,13 @@ test('embedded tgs dev: a graph runs to finished with --workers 1; Ctrl-C stops 
     ports = await devPorts();
     metricsPort = await freePort();
     try {
-      dev = await start(['--data-dir', dataDir, '--workers', '1', ...ports], embeddedEnv({ TGS_METRICS_PORT: String(metricsPort) }));
+      dev = await start(['--data-dir', dataDir, '--workers', '1', ...UNSANDBOXED, ...ports], embeddedEnv({ TGS_METRICS_PORT: String(metricsPort) }));
     } catch (err) {
       if (attempt >= 3 || !/EADDRINUSE/.test((err as Error).message)) throw err;
     }
   }
   const out = dev.output();
+  assert.match(out, /unsafe: tasks share the worker's identity and can read its credentials \(--isolation none\)/, '--isolation reaches the workers');
   assert.match(out, /embedded PGlite in .*instance-1\/pglite/);
   assert.match(out, /in-process message bus/);
   assert.match(out, /starting a Temporal dev server/);
@@ -127,7 +134,7 @@ test('embedded tgs dev: a graph runs to finished with --workers 1; Ctrl-C stops 
   assert.deepEqual(processesMentioning(dataDir), [], 'no process of this instance is left');
 
   // Restart on the same data directory: same credentials, the graph and its tasks are still there.
-  const again = await start(['--data-dir', dataDir, '--workers', '1', ...(await devPorts())]);
+  const again = await start(['--data-dir', dataDir, '--workers', '1', ...UNSANDBOXED, ...(await devPorts())]);
   assert.equal(again.accessToken, dev.accessToken, 'the root token is kept in the data directory');
   const againClient = new ApiClient(again.rootUrl, { clientId: again.clientId, accessToken: again.accessToken });
   assert.equal(await graphState(againClient, taskGraphId), 'finished');
@@ -142,7 +149,7 @@ test('tgs dev with TEMPORAL_ADDRESS: starts no Temporal dev server, says which s
   const server = await startTestTemporal();
   const connection = await Connection.connect({ address: server.address });
   try {
-    const dev = await start(['--data-dir', path.join(work, 'external-temporal'), '--workers', '1', ...(await devPorts())], embeddedEnv({ TEMPORAL_ADDRESS: server.address }));
+    const dev = await start(['--data-dir', path.join(work, 'external-temporal'), '--workers', '1', ...UNSANDBOXED, ...(await devPorts())], embeddedEnv({ TEMPORAL_ADDRESS: server.address }));
     assert.doesNotMatch(dev.output(), /starting a Temporal dev server/);
     assert.match(dev.output(), new RegExp(`Temporal +${server.address.replace(/[.]/g, '\\.')} \\(TEMPORAL_ADDRESS`));
     assert.equal(dev.temporalAddress, server.address);
@@ -183,11 +190,11 @@ test('tgs dev --submit FILE --exit: exits 0 when the graph finished, 1 when it b
   const bad = path.join(work, 'bad.yml');
   writeFileSync(bad, JSON.stringify(failing)); // YAML is a superset of JSON: the .yml path goes through the YAML reader
   const dataDir = path.join(work, 'submit');
-  const good = await runDevToEnd(['--data-dir', dataDir, '--workers', '1', '--submit', ok, '--exit', ...(await devPorts())], embeddedEnv(), 180_000);
+  const good = await runDevToEnd(['--data-dir', dataDir, '--workers', '1', ...UNSANDBOXED, '--submit', ok, '--exit', ...(await devPorts())], embeddedEnv(), 180_000);
   assert.equal(good.code, 0, good.output);
   assert.match(good.output, /\[ok\.json\] submitted as task graph (\S+): http:\/\/127\.0\.0\.1:\d+\/ui\/task-graph\//);
   assert.match(good.output, /\[ok\.json\] finished in \d+ s: 2 of 2 tasks completed/);
-  const blocked = await runDevToEnd(['--data-dir', dataDir, '--workers', '1', '--submit', bad, '--exit', ...(await devPorts())], embeddedEnv(), 180_000);
+  const blocked = await runDevToEnd(['--data-dir', dataDir, '--workers', '1', ...UNSANDBOXED, '--submit', bad, '--exit', ...(await devPorts())], embeddedEnv(), 180_000);
   assert.equal(blocked.code, 1, blocked.output);
   assert.match(blocked.output, /\[bad\.yml\] task-graph \S+ is blocked by b \(/);
   assert.match(blocked.output, /\[bad\.yml\] about to fail/, "the end of the blocking task's log");
@@ -205,6 +212,8 @@ test("the README's main job in embedded mode: tgs dev --workers 2 --submit every
   );
   assert.equal(run.code, 0, run.output);
   assert.match(run.output, /every graph finished; stopping/);
+  // as root with bwrap (this machine, CI): the examples ran sandboxed
+  assert.match(run.output, /isolation bwrap \(the strongest this machine gives\)/);
   const ids = Object.fromEntries(
     examples.map((e) => {
       const m = new RegExp(`\\[${e}/graph\\.yaml\\] submitted as task graph (\\S+):`).exec(run.output);

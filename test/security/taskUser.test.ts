@@ -13,6 +13,7 @@ import { parsePasswdLine, resolveTaskUser, type TaskUser } from '../../src/shell
 
 // `tgs shell-worker --task-user`: a task must not be able to read its worker's credentials. The worker runs as
 // root (as CI does), the real CLI in a child process, so /proc/<worker pid>/environ holds its TGS_ACCESS_TOKEN.
+// With --task-user, the default sandbox (bwrap here) runs as that user instead of a fresh uid per run.
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const USER = 'tgs-task-test';
@@ -83,7 +84,7 @@ function stealingTask(workerPid: number, credentialsFile: string, dataDir: strin
   };
 }
 
-test('with --task-user the task runs as that user and cannot read the worker\'s environ, credentials file or tgs dev\'s data dir; without it, it can', async () => {
+test('with --task-user the sandboxed task runs as that user and cannot read the worker\'s environ, credentials file or tgs dev\'s data dir; with --isolation none, it can', async () => {
   const workDir = mkdtempSync(path.join(scratch, 'work-'));
   chmodSync(workDir, 0o711);
   const credentialsFile = path.join(scratch, 'worker-credentials');
@@ -96,7 +97,7 @@ test('with --task-user the task runs as that user and cannot read the worker\'s 
 
   const confined = startWorker('confined', ['--task-user', USER], workDir);
   await eventually(async () => confined.output().includes('claiming tasks'), 'the confined worker to start', 30_000);
-  assert.match(confined.output(), new RegExp(`tasks run as ${USER} \\(uid ${user.uid}\\)`));
+  assert.match(confined.output(), new RegExp(`isolation bwrap \\(the strongest this machine gives\\): .* as ${USER} \\(uid ${user.uid}\\) outside`));
   const denied = await finishedLog(await createTask('confined', stealingTask(confined.child.pid as number, credentialsFile, dataDir)));
   assert.equal(denied.state, 'completed', denied.log);
   for (const target of [`/proc/${confined.child.pid}/environ`, credentialsFile, path.join(dataDir, 'root-access-token'), dataDir]) {
@@ -107,15 +108,15 @@ test('with --task-user the task runs as that user and cannot read the worker\'s 
   assert.ok(!denied.log.includes(devToken), 'tgs dev\'s root token is not in the log');
   assert.match(denied.log, new RegExp(`^uid=${user.uid} home=${workDir}/tgs-task-\\S+ owner=${USER}$`, 'm'), 'its own uid, HOME and directory');
 
-  // The same task under a worker without --task-user reads all of it: the checks above can fail.
-  const open = startWorker('open', [], workDir);
+  // The same task under an unsandboxed worker reads all of it: the checks above can fail.
+  const open = startWorker('open', ['--isolation', 'none'], workDir);
   const read = await finishedLog(await createTask('open', stealingTask(open.child.pid as number, credentialsFile, dataDir)));
   assert.equal(read.state, 'completed', read.log);
   assert.match(read.log, new RegExp(`^READ /proc/${open.child.pid}/environ$`, 'm'));
   assert.match(read.log, new RegExp(`^READ ${credentialsFile}$`, 'm'));
-  assert.ok(read.log.includes(t.root.accessToken), 'without --task-user the task reads the worker\'s token');
+  assert.ok(read.log.includes(t.root.accessToken), 'unsandboxed, the task reads the worker\'s token');
   assert.ok(read.log.includes(devToken));
-  assert.match(open.output(), /tasks run as this worker's user \(they can read its credentials; see --task-user\)/);
+  assert.match(open.output(), /unsafe: tasks share the worker's identity and can read its credentials \(--isolation none\)/);
 });
 
 test('--task-user refuses to start when the worker is not root, saying why', async () => {

@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +24,8 @@ before(async () => {
   t = await startTestApi({ claimWorkWaitMs: 1000, claimTimeoutSeconds: 3 });
   scratch = mkdtempSync(path.join(tmpdir(), 'tgs-shell-test-'));
   workDir = mkdtempSync(path.join(tmpdir(), 'tgs-shell-work-'));
+  // the runs' own uids (the default sandbox, as root) must be able to enter it
+  chmodSync(workDir, 0o711);
 });
 after(async () => {
   await Promise.all(workers.map((w) => w.stop()));
@@ -51,6 +53,17 @@ function worker(workerType: string, capacity = 1, extra: Partial<ShellWorkerOpti
 }
 
 const createTask = (workerType: string, payload: unknown, extra: Record<string, unknown> = {}) => createTestTask(t, workerType, payload, extra);
+
+/**
+ * The directory of a task's running run. The test talks to a sandboxed task through files there: the task sees
+ * nothing else of the machine's filesystem.
+ */
+const runDirs = (taskId: string) => readdirSync(workDir).filter((d) => d.startsWith(`tgs-task-${taskId}-`));
+function runDir(taskId: string): string {
+  const dirs = runDirs(taskId);
+  assert.equal(dirs.length, 1, `one directory of ${taskId} in ${workDir}: ${dirs.join(', ')}`);
+  return path.join(workDir, dirs[0]);
+}
 
 async function status(taskId: string): Promise<{ state: string; runs: { state: string; reasonResolved?: string; workerId?: string }[] }> {
   return (await t.request('GET', `/api/queue/v1/task/${taskId}/status`)).body.status;
@@ -132,11 +145,13 @@ test('a string command runs in the shell; a non-zero exit fails the run; a missi
   // a program that does not exist: failed, and the log says why
   const third = await createTask('fail', { command: ['no-such-program-tgs'], maxRunTime: 60 });
   assert.equal((await resolved(third)).state, 'failed');
-  assert.match((await artifact(third, 'public/logs/live.log')).text, /could not start "no-such-program-tgs": spawn no-such-program-tgs ENOENT/);
+  // bwrap itself starts, then finds no such program inside the sandbox
+  assert.match((await artifact(third, 'public/logs/live.log')).text, /bwrap: execvp no-such-program-tgs: No such file or directory/);
 });
 
 test('maxRunTime kills the command (and what it started) and fails the run', async () => {
-  worker('slow');
+  // unsandboxed, so its pid is the machine's; the sandboxes' kill is test/security/sandbox.test.ts's
+  worker('slow', 1, { isolation: 'none' });
   const pidFile = path.join(scratch, 'slow.pid');
   const taskId = await createTask('slow', { command: `sleep 300 & echo $! > ${pidFile}; echo started; wait`, maxRunTime: 1 });
   const s = await resolved(taskId);
@@ -158,9 +173,8 @@ test('maxRunTime kills the command (and what it started) and fails the run', asy
 
 test('the live log is readable while the task runs; a run longer than the claim is reclaimed', async () => {
   worker('live');
-  const go = path.join(scratch, 'live.go');
   const taskId = await createTask('live', {
-    command: ['node', '-e', `console.log("first line"); const fs = require("fs"); const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(go)})) { clearInterval(t); console.log("last line"); } }, 50)`],
+    command: ['node', '-e', 'console.log("first line"); const fs = require("fs"); const t = setInterval(() => { if (fs.existsSync("live.go")) { clearInterval(t); console.log("last line"); } }, 50)'],
     maxRunTime: 120,
   });
   await eventually(async () => (await artifact(taskId, 'public/logs/live.log')).text.includes('first line'), 'first line in the live log');
@@ -170,21 +184,21 @@ test('the live log is readable while the task runs; a run longer than the claim 
   // outlive the 3 s claim: without reclaims the run would be resolved claim-expired by the sweep
   const claimedUntil = Date.parse((await t.request('GET', `/api/queue/v1/task/${taskId}/status`)).body.status.runs[0].takenUntil);
   await eventually(async () => Date.now() > claimedUntil + 1000 && (await status(taskId)).state === 'running', 'the first claim to pass with the run still running', 15_000);
-  writeFileSync(go, '');
+  writeFileSync(path.join(runDir(taskId), 'live.go'), '');
   const s = await resolved(taskId);
-  assert.equal(s.state, 'completed');
+  assert.equal(s.state, 'completed', `${JSON.stringify(s)}\n${(await artifact(taskId, 'public/logs/live.log')).text}`);
   assert.equal(s.runs.length, 1);
   assert.match((await artifact(taskId, 'public/logs/live.log')).text, /^first line\nlast line$/m);
 });
 
 test('capacity: that many tasks run at once', async () => {
   worker('pair', 2);
-  const go = path.join(scratch, 'pair.go');
-  const command = ['node', '-e', `const t = setInterval(() => { if (require("fs").existsSync(${JSON.stringify(go)})) clearInterval(t); }, 50)`];
+  const command = ['node', '-e', 'const t = setInterval(() => { if (require("fs").existsSync("pair.go")) clearInterval(t); }, 50)'];
   const a = await createTask('pair', { command, maxRunTime: 120 });
   const b = await createTask('pair', { command, maxRunTime: 120 });
   await eventually(async () => (await status(a)).state === 'running' && (await status(b)).state === 'running', 'both tasks running together');
-  writeFileSync(go, '');
+  // a run is `running` from its claim on; its directory comes a moment later
+  for (const taskId of [a, b]) writeFileSync(path.join(await eventually(async () => runDirs(taskId).length === 1 && runDir(taskId), `the directory of ${taskId}`), 'pair.go'), '');
   assert.equal((await resolved(a)).state, 'completed');
   assert.equal((await resolved(b)).state, 'completed');
 });
@@ -203,7 +217,10 @@ test('runs that end together are reported in one reportResolutions call, also by
   // created before the worker starts: one claimWork takes all three, they run side by side
   const ids = [await createTask('batched', { command, maxRunTime: 60 }), await createTask('batched', { command, maxRunTime: 60 }), await createTask('batched', { command, maxRunTime: 60 })];
   worker('batched', 3);
-  for (const taskId of ids) assert.equal((await resolved(taskId)).state, 'completed');
+  for (const taskId of ids) {
+    const s = await resolved(taskId);
+    assert.equal(s.state, 'completed', `${JSON.stringify(s)}\n${(await artifact(taskId, 'public/logs/live.log')).text}`);
+  }
   const batches = (await answered('reportResolutions', '200')) - batchedBefore.batch;
   assert.ok(batches >= 1 && batches <= 3, `${batches} batches`);
   assert.equal(await answered('reportCompleted', '200'), batchedBefore.single, 'no single reports');
@@ -345,9 +362,9 @@ test('SIGTERM to `tgs shell-worker`: the running task is reported worker-shutdow
 });
 
 async function sigtermTest() {
-  const go = path.join(scratch, 'sigterm.go');
+  // the first run works until the worker stops; the retry ends at once
   const taskId = await createTask('term', {
-    command: ['node', '-e', `console.log("working"); const t = setInterval(() => { if (require("fs").existsSync(${JSON.stringify(go)})) clearInterval(t); }, 50)`],
+    command: ['node', '-e', 'if (process.env.RUN_ID !== "0") process.exit(0); console.log("working"); setInterval(() => undefined, 50)'],
     maxRunTime: 120,
   }, { retries: 2 });
   const child = spawn(
@@ -380,7 +397,6 @@ async function sigtermTest() {
   assert.ok(!readdirSync(workDir).some((d) => d.includes(taskId)), 'its working directory is removed');
 
   // another worker takes the retry to the end
-  writeFileSync(go, '');
   worker('term');
   const done = await resolved(taskId, 2);
   assert.equal(done.state, 'completed');

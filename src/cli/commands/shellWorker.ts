@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { resolveCredentials } from '../../client/credentials.js';
-import { startShellWorker } from '../../shellWorker/index.js';
+import { startShellWorker, type IsolationMode } from '../../shellWorker/index.js';
 import { loadConfig } from '../../config.js';
 import { lineLogger } from '../../log.js';
 import { startObservability } from '../../observability/process.js';
@@ -14,6 +14,8 @@ interface Options {
   workerId?: string;
   workDir?: string;
   taskUser?: string;
+  isolation?: string;
+  uidRange?: string;
 }
 
 export function registerShellWorkerCommand(program: Command): void {
@@ -30,10 +32,16 @@ export function registerShellWorkerCommand(program: Command): void {
     .option('--capacity <n>', 'how many tasks run at once', '1')
     .option('--worker-group <group>', 'workerGroup reported to the queue', 'tgs-shell')
     .option('--worker-id <id>', 'workerId reported to the queue (default <hostname>-<pid>)')
-    .option('--work-dir <dir>', 'parent of the per-task working directories (default: the OS temp dir; with --task-user, that user must be able to enter it)')
+    .option('--work-dir <dir>', 'parent of the per-task working directories (default: the OS temp dir; when runs have their own uids, each directory on the way must be open to others, o+x)')
+    .option(
+      '--isolation <mode>',
+      'how each run is sandboxed: bwrap (bubblewrap namespaces; as root also a fresh uid per run), user (root: a fresh uid per run) or none (unsafe: tasks can read the worker\'s credentials). ' +
+        'Default: the strongest this machine gives; refuses to start when there is none',
+    )
+    .option('--uid-range <first-last>', 'the uids runs get (isolation user, and bwrap as root); no account may have one', '1500000-1565535')
     .option(
       '--task-user <name>',
-      'run each task as this OS user (the worker must run as root): tasks cannot read the worker\'s credentials. Without it, tasks run as the worker\'s user and can read them',
+      'the OS user bwrap sandboxes run as instead of a fresh uid per run, or every task runs as with --isolation none (worker must be root); not used by --isolation user, which gives each run its own uid',
     )
     .action(async (opts: Options) => {
       const resolved = resolveCredentials();
@@ -49,6 +57,8 @@ export function registerShellWorkerCommand(program: Command): void {
           workerId: opts.workerId,
           workDir: opts.workDir,
           taskUser: opts.taskUser,
+          isolation: opts.isolation as IsolationMode | undefined,
+          uidRange: opts.uidRange,
           log: lineLogger(log),
         });
         onShutdown(() => worker.stop());
