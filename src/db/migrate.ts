@@ -37,6 +37,9 @@ export async function migrate(pool: pg.Pool, log: (line: string) => void = () =>
   const client = await pool.connect();
   const applied: string[] = [];
   try {
+    // Waiting for another process's migrations and building indexes over whole tables take as long as they take:
+    // TGS_PG_STATEMENT_TIMEOUT_MS is for the processes' own statements (RESET below gives the session its value back).
+    await client.query('SET statement_timeout = 0');
     // Nothing pending: done without DDL or the lock. A deployment's tgs processes may connect as a role that may
     // only read and write rows (docs/deployments.md, "Postgres roles"); they start as long as `tgs migrate` ran.
     if ((await pendingMigrations(client, migrations)).length === 0) return [];
@@ -65,6 +68,7 @@ export async function migrate(pool: pg.Pool, log: (line: string) => void = () =>
     }
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    await client.query('RESET statement_timeout').catch(() => undefined);
     client.release();
   }
   return applied;
