@@ -36,6 +36,7 @@ export async function migrate(pool: pg.Pool, log: (line: string) => void = () =>
   const migrations = await loadMigrations();
   const client = await pool.connect();
   const applied: string[] = [];
+  let locked = false;
   try {
     // Waiting for another process's migrations and building indexes over whole tables take as long as they take:
     // TGS_PG_STATEMENT_TIMEOUT_MS is for the processes' own statements (RESET below gives the session its value back).
@@ -44,7 +45,8 @@ export async function migrate(pool: pg.Pool, log: (line: string) => void = () =>
     // only read and write rows (docs/deployments.md, "Postgres roles"); they start as long as `tgs migrate` ran.
     if ((await pendingMigrations(client, migrations)).length === 0) return [];
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    if ((await appliedMigrations(client)).size === 0) {
+    locked = true;
+    if (!(await ledgerExists(client))) {
       await asOwner(client, migrations, () =>
         client.query(`CREATE TABLE IF NOT EXISTS tgs_migrations (
           id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`),
@@ -67,17 +69,21 @@ export async function migrate(pool: pg.Pool, log: (line: string) => void = () =>
       log(`applied migration ${migration.name}`);
     }
   } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    if (locked) await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
     await client.query('RESET statement_timeout').catch(() => undefined);
     client.release();
   }
   return applied;
 }
 
+async function ledgerExists(client: pg.PoolClient): Promise<boolean> {
+  const { rows } = await client.query<{ exists: boolean }>(`SELECT to_regclass('tgs_migrations') IS NOT NULL AS exists`);
+  return rows[0].exists;
+}
+
 /** The ids in the ledger; empty when there is no ledger yet (a fresh database). */
 async function appliedMigrations(client: pg.PoolClient): Promise<Set<number>> {
-  const { rows } = await client.query<{ exists: boolean }>(`SELECT to_regclass('tgs_migrations') IS NOT NULL AS exists`);
-  if (!rows[0].exists) return new Set();
+  if (!(await ledgerExists(client))) return new Set();
   return new Set((await client.query<{ id: number }>('SELECT id FROM tgs_migrations')).rows.map((r) => r.id));
 }
 
