@@ -99,11 +99,13 @@ test('the roles: neither is a superuser, the app role may not create or alter an
   }
 });
 
-test('before `tgs migrate`, `tgs api` as the app role stops at once saying to run `tgs migrate` as the owner role, and writes nothing', async () => {
-  const { code, output } = await tgs(['api'], { DATABASE_URL: appUrl, PORT: '0' });
-  assert.notEqual(code, 0);
-  assert.match(output, /\d+ database migration\(s\) pending \(001_queue, /);
-  assert.match(output, /run `tgs migrate` as the owner role/);
+test('before `tgs migrate`, `tgs api` and `tgs scheduler-worker` as the app role stop at once saying to run `tgs migrate` as the owner role, and write nothing', async () => {
+  const runs = await Promise.all([tgs(['api'], { DATABASE_URL: appUrl, PORT: '0' }), tgs(['scheduler-worker'], { DATABASE_URL: appUrl, TEMPORAL_ADDRESS: '127.0.0.1:1' })]);
+  for (const { code, output } of runs) {
+    assert.notEqual(code, 0, output);
+    assert.match(output, /\d+ database migration\(s\) pending \(001_queue, /);
+    assert.match(output, /run `tgs migrate` as the owner role/);
+  }
   const { rows } = await owner.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'tgs'`);
   assert.equal(rows[0].n, 0, 'no table was made');
 });
