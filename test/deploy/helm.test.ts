@@ -37,6 +37,7 @@ interface PodSpec {
   containers: Container[];
   terminationGracePeriodSeconds?: number;
   automountServiceAccountToken?: boolean;
+  enableServiceLinks?: boolean;
 }
 interface Manifest {
   kind: string;
@@ -75,9 +76,9 @@ const podSpec = (m: Manifest) => (m.spec.template as { spec: PodSpec }).spec;
 const envOf = (c: Container) => Object.fromEntries((c.env ?? []).filter((e) => e.value !== undefined).map((e) => [e.name, e.value as string]));
 const component = (m: Manifest) => m.spec.template?.metadata.labels['app.kubernetes.io/component'];
 
-test('helm lint passes with the default values and with production-like values', () => {
+test('helm lint --strict passes with the default values and with production-like values', () => {
   for (const args of [[], ['-f', productionValues], ['--set', 'shellWorker.enabled=true']]) {
-    const { status, output } = run(['lint', chart, ...args]);
+    const { status, output } = run(['lint', '--strict', chart, ...args]);
     assert.equal(status, 0, `helm lint ${args.join(' ')}:\n${output}`);
   }
 });
@@ -93,6 +94,7 @@ test('a Deployment per process (api, relay, bridge, scheduler-worker; the shell 
       assert.ok(pdb, `${name}: ${d.metadata.name} has a PodDisruptionBudget`);
       assert.deepEqual(d.spec.selector?.matchLabels, Object.fromEntries(Object.entries(d.spec.template?.metadata.labels ?? {}).filter(([k]) => k in (d.spec.selector?.matchLabels ?? {}))));
       assert.equal(podSpec(d).automountServiceAccountToken, false, `${name}: ${d.metadata.name} gets no Kubernetes token`);
+      assert.equal(podSpec(d).enableServiceLinks, false, `${name}: ${d.metadata.name} gets no Service addresses in its environment`);
     }
     const service = manifests.find((m) => m.kind === 'Service' && m.metadata.name.endsWith('-api'));
     const api = deployments.find((d) => component(d) === 'api') as Manifest;
