@@ -20,7 +20,7 @@ import { startApiProcess, type ApiProcess } from '../helpers/apiProcess.js';
 // runs at its first start) makes a database, an owner role for `tgs migrate` and an app role with row grants only.
 // Roles are the server's, not a database's: this file makes its own, with a random suffix, and drops them.
 const suffix = randomBytes(4).toString('hex');
-const names = { db: `tgs_test_roles_${suffix}`, owner: `tgs_test_owner_${suffix}`, app: `tgs_test_app_${suffix}` };
+const names = { db: `tgs_test_roles_${suffix}`, owner: `tgs_test_owner_${suffix}`, app: `tgs_test_app_${suffix}`, admin: `tgs_test_admin_${suffix}` };
 const passwords = { owner: randomBytes(12).toString('hex'), app: randomBytes(12).toString('hex') };
 const server = defaultPostgresUrl();
 const urlAs = (role: string, password: string, db = names.db) => {
@@ -32,22 +32,24 @@ const urlAs = (role: string, password: string, db = names.db) => {
 };
 const ownerUrl = urlAs(names.owner, passwords.owner);
 const appUrl = urlAs(names.app, passwords.app);
-/** The server's administrator, as the test server's URL names it (a superuser here). */
+/** The server's administrator, as the test server's URL names it (a superuser here): sets up and breaks things. */
 let admin: pg.Client;
 let owner: pg.Pool;
 
 before(async () => {
+  admin = new pg.Client({ connectionString: `${server}/postgres` });
+  await admin.connect();
+  // The script runs as a managed service's admin role would: CREATEROLE and CREATEDB, no superuser.
+  await admin.query(`CREATE ROLE ${names.admin} LOGIN CREATEROLE CREATEDB`);
   const run = spawnSync(
     'psql',
     [
       '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-v', `db=${names.db}`, '-v', `owner_role=${names.owner}`, '-v', `owner_password=${passwords.owner}`,
-      '-v', `app_role=${names.app}`, '-v', `app_password=${passwords.app}`, '-f', 'deploy/postgres/tgs-roles.psql', `${server}/postgres`,
+      '-v', `app_role=${names.app}`, '-v', `app_password=${passwords.app}`, '-f', 'deploy/postgres/tgs-roles.psql', urlAs(names.admin, '', 'postgres'),
     ],
     { encoding: 'utf8' },
   );
   assert.equal(run.status, 0, `psql -f deploy/postgres/tgs-roles.psql:\n${run.stdout}${run.stderr}`);
-  admin = new pg.Client({ connectionString: `${server}/postgres` });
-  await admin.connect();
   owner = new pg.Pool({ connectionString: ownerUrl, max: 2 });
 });
 
@@ -57,6 +59,7 @@ after(async () => {
   await admin.query(`DROP DATABASE IF EXISTS ${names.db} WITH (FORCE)`);
   await admin.query(`DROP ROLE IF EXISTS ${names.app}`);
   await admin.query(`DROP ROLE IF EXISTS ${names.owner}`);
+  await admin.query(`DROP ROLE IF EXISTS ${names.admin}`);
   await admin.end();
 });
 
@@ -71,7 +74,8 @@ function tgs(args: string[], env: Record<string, string>): Promise<{ code: numbe
   });
 }
 
-test('the roles: neither is a superuser, the app role may not create or alter anything, nobody else may connect', async () => {
+test('the roles, made by an admin role that is no superuser: neither is a superuser, the app role may not create or alter anything, the admin is no member of the owner afterwards, nobody else may connect', async () => {
+  assert.equal((await admin.query<{ member: boolean }>('SELECT pg_has_role($1, $2, \'MEMBER\') AS member', [names.admin, names.owner])).rows[0].member, false);
   const { rows } = await admin.query<{ rolname: string; rolsuper: boolean; rolcreatedb: boolean; rolcreaterole: boolean }>(
     'SELECT rolname, rolsuper, rolcreatedb, rolcreaterole FROM pg_roles WHERE rolname = ANY($1) ORDER BY rolname',
     [[names.owner, names.app]],
