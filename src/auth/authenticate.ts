@@ -311,7 +311,7 @@ export function createAuthenticator(store: ClientStore, options: AuthenticatorOp
     } catch (err) {
       if (err instanceof TgsError) throw err;
       // Looking the client up failed because the database is unavailable: not the caller's mistake, and the
-      // error's text (a role name) is none of its business. The API answers it 503 (src/api/server.ts).
+      // error's text (a role name) is none of its business. The API answers it 503 (src/api/errorReply.ts).
       if (isPostgresUnavailable(err)) throw err;
       const message = (err as Error).message || 'authentication failed';
       throw authFailed(`Hawk authentication failed: ${message}. Check the clientId, accessToken and the clock.`);

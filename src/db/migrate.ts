@@ -97,7 +97,7 @@ export class MigrationPermissionError extends Error {}
 
 /**
  * Runs a schema change; a refusal for lack of privilege (SQLSTATE 42501: "permission denied for schema", "must be owner
- * of table") becomes an error that names what is pending and what to do, instead of Postgres' "permission denied for schema".
+ * of table") becomes an error that names what is pending and what to do about it.
  */
 async function asOwner<T>(client: pg.PoolClient, migrations: Migration[], change: () => Promise<T>): Promise<T> {
   try {
