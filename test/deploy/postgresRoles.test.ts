@@ -184,7 +184,7 @@ after(async () => {
   }
 });
 
-test('Postgres refusing the app role for a few seconds: requests get 503 in Taskcluster\'s shape, never a hang or a crash; the outage and its recovery are logged once each; then all works', { timeout: 120_000 }, async () => {
+test('Postgres refusing the app role for a while (NOLOGIN, then its CONNECTION LIMIT reached): requests get 503 in Taskcluster\'s shape, never a hang or a crash; each outage and its recovery are logged once; then all works', { timeout: 180_000 }, async () => {
   outageApi = await startApiProcess(appUrl, { TGS_LOG_FORMAT: 'json' });
   const api = outageApi;
   const client = new ApiClient(api.rootUrl, api.root);
@@ -198,37 +198,46 @@ test('Postgres refusing the app role for a few seconds: requests get 503 in Task
   });
   const before = slugid.nice();
   await client.request('queue', 'PUT', `/task/${before}`, task('before'));
-  // The outage: the app role may not log in, and its sessions are ended (a failover or maintenance does both).
-  await admin.query(`ALTER ROLE ${names.app} NOLOGIN`);
-  await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [names.app]);
-  const answers: { status?: number; body?: { code?: string; message?: string; requestInfo?: unknown } }[] = [];
-  for (let i = 0; i < 6; i++) {
-    for (const call of [
-      client.request('queue', 'PUT', `/task/${slugid.nice()}`, task(`during ${i}`)),
-      client.request('queue', 'GET', `/task/${before}/status`),
-      client.request('queue', 'POST', '/claim-work/tgs-test/outage', { workerGroup: 'g', workerId: 'w', tasks: 1 }),
-    ]) {
-      answers.push(await call.then(
-        () => ({ status: 200 }),
-        (err: { status?: number; body?: { code?: string } }) => ({ status: err.status, body: err.body }),
-      ));
+  const count = (text: string) => api.output().split('\n').filter((l) => l.includes(text)).length;
+  // What a failover or maintenance does (the role may not log in) and what a full server does (no connection slot
+  // left: 53300), each with the role's sessions ended.
+  const outages = [
+    { name: 'NOLOGIN', start: `ALTER ROLE ${names.app} NOLOGIN`, end: `ALTER ROLE ${names.app} LOGIN` },
+    { name: 'CONNECTION LIMIT 0', start: `ALTER ROLE ${names.app} CONNECTION LIMIT 0`, end: `ALTER ROLE ${names.app} CONNECTION LIMIT -1` },
+  ];
+  for (const [n, outage] of outages.entries()) {
+    await admin.query(outage.start);
+    await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [names.app]);
+    const answers: { status?: number; body?: { code?: string; message?: string; requestInfo?: unknown } }[] = [];
+    for (let i = 0; i < 5; i++) {
+      for (const call of [
+        client.request('queue', 'PUT', `/task/${slugid.nice()}`, task(`during ${i}`)),
+        client.request('queue', 'GET', `/task/${before}/status`),
+        client.request('queue', 'POST', '/claim-work/tgs-test/outage', { workerGroup: 'g', workerId: 'w', tasks: 1 }),
+      ]) {
+        answers.push(await call.then(
+          () => ({ status: 200 }),
+          (err: { status?: number; body?: { code?: string } }) => ({ status: err.status, body: err.body }),
+        ));
+      }
+      await new Promise((r) => setTimeout(r, 300));
     }
-    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(api.child.exitCode, null, `tgs api exited:\n${api.output()}`);
+    for (const answer of answers) {
+      assert.equal(answer.status, 503, `${outage.name}: every answer during the outage is a 503: ${JSON.stringify(answer)}`);
+      assert.equal(answer.body?.code, 'ServiceUnavailable');
+      assert.match(answer.body?.message ?? '', /retry shortly/);
+      assert.ok(answer.body?.requestInfo, 'Taskcluster\'s shape: {code, message, requestInfo}');
+    }
+    await admin.query(outage.end);
+    const afterId = slugid.nice();
+    await eventually(async () => client.request('queue', 'PUT', `/task/${afterId}`, task('after')).then(() => true), `${outage.name}: createTask works again`, 30_000);
+    const status = await client.request<{ status: { taskId: string; state: string } }>('queue', 'GET', `/task/${afterId}/status`);
+    assert.equal(status.status.state, 'pending');
+    assert.equal(count('API: Postgres unavailable'), n + 1, `${outage.name}: one line for the outage:\n${api.output()}`);
+    assert.equal(count('API: Postgres back after'), n + 1, `${outage.name}: one line for its recovery:\n${api.output()}`);
   }
-  assert.equal(api.child.exitCode, null, `tgs api exited:\n${api.output()}`);
-  for (const answer of answers) {
-    assert.equal(answer.status, 503, `every answer during the outage is a 503: ${JSON.stringify(answer)}`);
-    assert.equal(answer.body?.code, 'ServiceUnavailable');
-    assert.match(answer.body?.message ?? '', /retry shortly/);
-    assert.ok(answer.body?.requestInfo, 'Taskcluster\'s shape: {code, message, requestInfo}');
-  }
-  await admin.query(`ALTER ROLE ${names.app} LOGIN`);
-  const afterId = slugid.nice();
-  await eventually(async () => client.request('queue', 'PUT', `/task/${afterId}`, task('after')).then(() => true), 'createTask works again', 30_000);
-  const status = await client.request<{ status: { taskId: string; state: string } }>('queue', 'GET', `/task/${afterId}/status`);
-  assert.equal(status.status.state, 'pending');
-  const lines = api.output().split('\n');
-  assert.equal(lines.filter((l) => l.includes('API: Postgres unavailable')).length, 1, `one line for the outage:\n${api.output()}`);
-  assert.equal(lines.filter((l) => l.includes('API: Postgres back after')).length, 1, `one line for its recovery:\n${api.output()}`);
+  assert.match(api.output(), /API: Postgres unavailable \([^)]*not permitted to log in/);
+  assert.match(api.output(), /API: Postgres unavailable \([^)]*too many connections/);
   assert.doesNotMatch(api.output(), /internal error|uncaught/i);
 });
