@@ -201,6 +201,8 @@ test('the variables the tgs services set are ones tgs reads; the shell worker ge
       assert.ok(credentialVar || new RegExp(`\\b${key}\\b`).test(readers), `${name}: ${key} is not a variable tgs reads`);
     }
   }
+  // the root client's token is the API's alone
+  for (const [name, s] of Object.entries(services)) assert.equal('TGS_ROOT_ACCESS_TOKEN' in envOf(s), name === 'api', `${name} and the root token`);
   const workerEnv = Object.keys(envOf(services['shell-worker']));
   for (const key of ['DATABASE_URL', 'AMQP_URL', 'TEMPORAL_ADDRESS', 'TGS_ROOT_ACCESS_TOKEN']) assert.ok(!workerEnv.includes(key), `the shell worker has ${key}`);
 });

@@ -96,6 +96,11 @@ test('a Deployment per process (api, relay, bridge, scheduler-worker; the shell 
       assert.equal(podSpec(d).automountServiceAccountToken, false, `${name}: ${d.metadata.name} gets no Kubernetes token`);
       assert.equal(podSpec(d).enableServiceLinks, false, `${name}: ${d.metadata.name} gets no Service addresses in its environment`);
     }
+    // the root client's token is the API's alone
+    for (const w of workloads(manifests)) {
+      const root = podSpec(w).containers[0].env?.some((e) => e.name === 'TGS_ROOT_ACCESS_TOKEN') ?? false;
+      assert.ok(!root || component(w) === 'api', `${name}: ${w.metadata.name} gets the root token`);
+    }
     const service = manifests.find((m) => m.kind === 'Service' && m.metadata.name.endsWith('-api'));
     const api = deployments.find((d) => component(d) === 'api') as Manifest;
     assert.deepEqual(service?.spec.selector, api.spec.selector?.matchLabels, `${name}: the API's Service selects the API's pods`);

@@ -65,10 +65,6 @@ prometheus.io/path: /metrics
 {{- end }}
 - name: TGS_ROOT_URL
   value: {{ include "tgs.rootUrl" . | quote }}
-{{- if .Values.rootAccessToken.existingSecret }}
-- name: TGS_ROOT_ACCESS_TOKEN
-  valueFrom: { secretKeyRef: { name: {{ .Values.rootAccessToken.existingSecret | quote }}, key: {{ .Values.rootAccessToken.key | quote }} } }
-{{- end }}
 - name: HOST
   value: "0.0.0.0"
 - name: TGS_METRICS_PORT
