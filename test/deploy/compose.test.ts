@@ -26,6 +26,8 @@ interface Service {
   ports?: string[];
   volumes?: string[];
   restart?: string;
+  user?: string;
+  cap_drop?: string[];
   healthcheck?: { test?: string[] | string; interval?: string; timeout?: string; retries?: number; disable?: boolean };
 }
 
@@ -200,6 +202,10 @@ test('the variables the tgs services set are ones tgs reads; the shell worker ge
       const credentialVar = /^(TGS|TASKCLUSTER)_(CLIENT_ID|ACCESS_TOKEN)$/.test(key);
       assert.ok(credentialVar || new RegExp(`\\b${key}\\b`).test(readers), `${name}: ${key} is not a variable tgs reads`);
     }
+  }
+  // unprivileged, but the shell worker, which runs each task as the task user
+  for (const [name, s] of Object.entries(services).filter(([, svc]) => isTgs(svc))) {
+    assert.equal(s.user === 'node' && s.cap_drop?.includes('ALL'), name !== 'shell-worker', `${name} runs as ${s.user ?? 'root'}`);
   }
   // the root client's token is the API's alone
   for (const [name, s] of Object.entries(services)) assert.equal('TGS_ROOT_ACCESS_TOKEN' in envOf(s), name === 'api', `${name} and the root token`);
