@@ -210,16 +210,18 @@ test('Postgres refusing the app role for a while (NOLOGIN, then its CONNECTION L
     await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [names.app]);
     const answers: { status?: number; body?: { code?: string; message?: string; requestInfo?: unknown } }[] = [];
     for (let i = 0; i < 5; i++) {
-      for (const call of [
-        client.request('queue', 'PUT', `/task/${slugid.nice()}`, task(`during ${i}`)),
-        client.request('queue', 'GET', `/task/${before}/status`),
-        client.request('queue', 'POST', '/claim-work/tgs-test/outage', { workerGroup: 'g', workerId: 'w', tasks: 1 }),
-      ]) {
-        answers.push(await call.then(
+      const settle = (call: Promise<unknown>) =>
+        call.then(
           () => ({ status: 200 }),
           (err: { status?: number; body?: { code?: string } }) => ({ status: err.status, body: err.body }),
-        ));
-      }
+        );
+      answers.push(
+        ...(await Promise.all([
+          settle(client.request('queue', 'PUT', `/task/${slugid.nice()}`, task(`during ${i}`))),
+          settle(client.request('queue', 'GET', `/task/${before}/status`)),
+          settle(client.request('queue', 'POST', '/claim-work/tgs-test/outage', { workerGroup: 'g', workerId: 'w', tasks: 1 })),
+        ])),
+      );
       await new Promise((r) => setTimeout(r, 300));
     }
     assert.equal(api.child.exitCode, null, `tgs api exited:\n${api.output()}`);
