@@ -1,6 +1,6 @@
 // What the test suite needs on the machine, found or set up before any test runs: PostgreSQL and RabbitMQ
 // (started when installed but stopped), the Temporal CLI (built once, as `tgs dev` builds it), the Temporal server
-// and its SQL schema tool (built once, for the tests on a Temporal cluster), Chromium and bubblewrap
+// and its SQL schema tool (built once, for the tests on a Temporal cluster), helm (built once), Chromium and bubblewrap
 // (installed from Debian's packages when running as root). Says what it does; where it cannot set something up it
 // stops at once with the command to run, instead of letting dozens of tests fail on it.
 import { spawnSync } from 'node:child_process';
@@ -112,6 +112,17 @@ async function ensureTemporalServer() {
   }
 }
 
+async function ensureHelm() {
+  // test/deploy/helm.test.ts lints and renders deploy/helm/tgs: support/helm.ts finds helm or builds it, once.
+  const { findHelm, ensureHelm: build } = await import('../support/helm.ts');
+  if (findHelm()) return;
+  try {
+    build((line) => say(line));
+  } catch (err) {
+    throw new SetupError(err.message);
+  }
+}
+
 function ensureChromium() {
   const path = process.env.TGS_CHROMIUM || '/usr/bin/chromium';
   if (existsSync(path)) return;
@@ -147,4 +158,5 @@ export async function setUpTestMachine() {
   ensureBubblewrap();
   await ensureTemporal();
   await ensureTemporalServer();
+  await ensureHelm();
 }

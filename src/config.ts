@@ -123,6 +123,17 @@ function bridgeQueueTypeFromEnv(env: NodeJS.ProcessEnv): 'quorum' | 'classic' {
   return raw;
 }
 
+/**
+ * TGS_PG_STATEMENT_TIMEOUT_MS and TGS_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS as Postgres session settings for every pooled
+ * connection (src/db/pool.ts), e.g. `-c statement_timeout=30000`; unset or 0 leaves the server's (or the role's)
+ * setting. Read where pools are made, which know only DATABASE_URL.
+ */
+export function postgresTimeoutsFromEnv(env: NodeJS.ProcessEnv = process.env): string {
+  const statement = intFromEnv(env, 'TGS_PG_STATEMENT_TIMEOUT_MS', 0);
+  const idleInTransaction = intFromEnv(env, 'TGS_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS', 0);
+  return `${statement ? ` -c statement_timeout=${statement}` : ''}${idleInTransaction ? ` -c idle_in_transaction_session_timeout=${idleInTransaction}` : ''}`;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const port = intFromEnv(env, 'PORT', 8080);
   const config: Config = {

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import { TgsError } from '../errors.js';
+import { isPostgresUnavailable } from '../db/unavailable.js';
 import type { Endpoint } from './endpoint.js';
 
 /**
@@ -88,5 +89,8 @@ export function toTgsError(err: unknown): TgsError {
   if (e.code === 'FST_ERR_BAD_URL') return new TgsError('InputError', 'The URL has an invalid %-escape');
   if (e.statusCode === 404) return new TgsError('ResourceNotFound', e.message ?? 'Not found');
   if (e.statusCode === 400) return new TgsError('InputError', e.message ?? 'Bad request');
+  if (isPostgresUnavailable(err)) {
+    return new TgsError('ServiceUnavailable', 'The API cannot reach its database right now; retry shortly (the operator\'s logs say why)');
+  }
   return new TgsError('InternalServerError', 'Internal server error');
 }

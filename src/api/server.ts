@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { text as streamText } from 'node:stream/consumers';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { TgsError } from '../errors.js';
+import { OutageLog } from '../outageLog.js';
 import { createAuthenticator, type Authenticated } from '../auth/authenticate.js';
 import { requireScopes } from '../auth/requireScopes.js';
 import {
@@ -65,10 +66,15 @@ function lingerRefusedBody(request: FastifyRequest, reply: FastifyReply): void {
 }
 
 const loggedServers = new WeakSet<FastifyInstance>();
+/** Per API server: the outage of its database, logged once when requests start failing and once when it is back. */
+const postgresOutages = new WeakMap<FastifyInstance, OutageLog>();
 
 /** Sends a TgsError; a refusal before the body was read never reads it (see lingerRefusedBody). */
 function sendError(reply: FastifyReply, request: FastifyRequest, err: unknown, endpoint?: Endpoint): FastifyReply {
   const tgsError = toTgsError(err);
+  // Postgres refusing or ending sessions: one line when it starts and one when a connection succeeds again
+  // (src/outageLog.ts), not one a request; the callers get 503 meanwhile.
+  if (tgsError.code === 'ServiceUnavailable' && !(err instanceof TgsError)) postgresOutages.get(request.server)?.failed(err, 'answering 503 until it is back');
   if (tgsError.code === 'InternalServerError') {
     const where = endpoint?.name ?? `${request.method} ${request.url}`;
     // With a process logger (src/log.ts) fastify's request.log is it; without one (tests) stderr.
@@ -109,6 +115,9 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
     },
   });
   if (options.logger) loggedServers.add(app);
+  const outage = new OutageLog((line) => (options.logger ? options.logger.warn(line) : console.error(line)), 'API: Postgres');
+  postgresOutages.set(app, outage);
+  deps.pool.on('connect', () => outage.recovered('answering again'));
   const authenticate = createAuthenticator(deps.clients, { rootUrl: () => deps.config.rootUrl, expand: (scopes) => deps.roles.expand(scopes) });
   const limits = concurrencyLimits(deps.config);
 

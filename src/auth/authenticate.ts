@@ -1,6 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import hawk from 'hawk';
 import { TgsError } from '../errors.js';
+import { isPostgresUnavailable } from '../db/unavailable.js';
 import { ISSUER_CLIENT_ID } from './clients.js';
 import { CertificateCache, type VerifiedCertificate } from './certificateCache.js';
 import { NonceCache } from './nonceCache.js';
@@ -309,6 +310,9 @@ export function createAuthenticator(store: ClientStore, options: AuthenticatorOp
       }
     } catch (err) {
       if (err instanceof TgsError) throw err;
+      // Looking the client up failed because the database is unavailable: not the caller's mistake, and the
+      // error's text (a role name) is none of its business. The API answers it 503 (src/api/errorReply.ts).
+      if (isPostgresUnavailable(err)) throw err;
       const message = (err as Error).message || 'authentication failed';
       throw authFailed(`Hawk authentication failed: ${message}. Check the clientId, accessToken and the clock.`);
     }

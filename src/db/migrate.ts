@@ -36,30 +36,83 @@ export async function migrate(pool: pg.Pool, log: (line: string) => void = () =>
   const migrations = await loadMigrations();
   const client = await pool.connect();
   const applied: string[] = [];
+  let locked = false;
   try {
+    // Waiting for another process's migrations and building indexes over whole tables take as long as they take:
+    // TGS_PG_STATEMENT_TIMEOUT_MS is for the processes' own statements (RESET below gives the session its value back).
+    await client.query('SET statement_timeout = 0');
+    // Nothing pending: done without DDL or the lock. A deployment's tgs processes may connect as a role that may
+    // only read and write rows (docs/deployments.md, "Postgres roles"); they start as long as `tgs migrate` ran.
+    if ((await pendingMigrations(client, migrations)).length === 0) return [];
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    await client.query(`CREATE TABLE IF NOT EXISTS tgs_migrations (
-      id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const done = new Set((await client.query<{ id: number }>('SELECT id FROM tgs_migrations')).rows.map((r) => r.id));
+    locked = true;
+    if (!(await ledgerExists(client))) {
+      await asOwner(client, migrations, () =>
+        client.query(`CREATE TABLE IF NOT EXISTS tgs_migrations (
+          id integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`),
+      );
+    }
+    const done = await appliedMigrations(client);
     for (const migration of migrations) {
       if (done.has(migration.id)) continue;
       try {
         await client.query('BEGIN');
-        await client.query(migration.sql);
+        await asOwner(client, migrations, () => client.query(migration.sql));
         await client.query('INSERT INTO tgs_migrations (id, name) VALUES ($1, $2)', [migration.id, migration.name]);
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK').catch(() => undefined);
+        if (err instanceof MigrationPermissionError) throw err;
         throw new Error(`migration ${migration.name} failed: ${(err as Error).message}`);
       }
       applied.push(migration.name);
       log(`applied migration ${migration.name}`);
     }
   } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    if (locked) await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    await client.query('RESET statement_timeout').catch(() => undefined);
     client.release();
   }
   return applied;
+}
+
+async function ledgerExists(client: pg.PoolClient): Promise<boolean> {
+  const { rows } = await client.query<{ exists: boolean }>(`SELECT to_regclass('tgs_migrations') IS NOT NULL AS exists`);
+  return rows[0].exists;
+}
+
+/** The ids in the ledger; empty when there is no ledger yet (a fresh database). */
+async function appliedMigrations(client: pg.PoolClient): Promise<Set<number>> {
+  if (!(await ledgerExists(client))) return new Set();
+  return new Set((await client.query<{ id: number }>('SELECT id FROM tgs_migrations')).rows.map((r) => r.id));
+}
+
+async function pendingMigrations(client: pg.PoolClient, migrations: Migration[]): Promise<Migration[]> {
+  const done = await appliedMigrations(client);
+  return migrations.filter((m) => !done.has(m.id));
+}
+
+/** A migration is pending and this session's role may not change the schema. */
+export class MigrationPermissionError extends Error {}
+
+/**
+ * Runs a schema change; a refusal for lack of privilege (SQLSTATE 42501: "permission denied for schema", "must be owner
+ * of table") becomes an error that names what is pending and what to do about it.
+ */
+async function asOwner<T>(client: pg.PoolClient, migrations: Migration[], change: () => Promise<T>): Promise<T> {
+  try {
+    return await change();
+  } catch (err) {
+    if ((err as { code?: string }).code !== '42501') throw err;
+    await client.query('ROLLBACK').catch(() => undefined);
+    const pending = await pendingMigrations(client, migrations).catch(() => migrations);
+    const { rows } = await client.query<{ role: string }>('SELECT current_user AS role').catch(() => ({ rows: [{ role: '?' }] }));
+    throw new MigrationPermissionError(
+      `${pending.length} database migration(s) pending (${pending.map((m) => m.name).join(', ')}) and role ` +
+        `${rows[0].role} may not change the schema (${(err as Error).message}): run \`tgs migrate\` as the owner role ` +
+        '(DATABASE_URL naming the role that owns the schema), then start this process again (docs/deployments.md, "Postgres roles")',
+    );
+  }
 }
 
 /**

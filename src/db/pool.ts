@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { createPglitePool, isPgliteUrl, openPgliteSession, type PgliteSession } from './pglite.js';
 import { logger } from '../log.js';
+import { postgresTimeoutsFromEnv } from '../config.js';
 
 /** Anything that can run a query: a pool or a client inside a transaction. */
 export type Queryable = Pick<pg.Pool, 'query'> | pg.PoolClient;
@@ -28,8 +29,9 @@ export function createPool(databaseUrl: string, max = 10, options: { genericPlan
   // JIT off for tgs' sessions: every statement here is short, and Postgres JIT-compiles any plan whose estimated
   // cost passes jit_above_cost, which stale statistics (a graph of 10,000 tasks stored a moment ago) make common:
   // the dispatch's readiness check took 255 ms a call, 120 ms of it compiling, against 12 ms without JIT.
-  // An `options` in DATABASE_URL replaces this one.
-  const sessionOptions = `-c jit=off${options.genericPlans ? ' -c plan_cache_mode=force_generic_plan' : ''}${options.indexScansOnly ? ' -c enable_seqscan=off' : ''}`;
+  // An `options` in DATABASE_URL replaces this one. TGS_PG_STATEMENT_TIMEOUT_MS / TGS_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS
+  // add Postgres' timeouts (docs/deployments.md, "Pool and timeouts"); migrations lift the statement timeout.
+  const sessionOptions = `-c jit=off${options.genericPlans ? ' -c plan_cache_mode=force_generic_plan' : ''}${options.indexScansOnly ? ' -c enable_seqscan=off' : ''}${postgresTimeoutsFromEnv()}`;
   const pool = new pg.Pool({ connectionString: databaseUrl, max, options: sessionOptions });
   // An idle client that loses its connection must not crash the process.
   pool.on('error', (err) => logger('db').error({ err: err.message }, 'postgres pool error'));
