@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { withinTime } from '../withinTime.js';
 import type { ApiDeps } from './deps.js';
 import { declare, type Endpoint, type ServiceName } from './endpoint.js';
 import { TgsError } from '../errors.js';
@@ -20,11 +21,7 @@ const HEARTBEAT_CACHE_MS = 2000;
 const version: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 function within<T>(what: string, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer)).catch((err: Error) => {
+  return withinTime(promise, CHECK_TIMEOUT_MS).catch((err: Error) => {
     throw new Error(`${what}: ${err.message}`);
   });
 }

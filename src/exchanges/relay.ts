@@ -444,7 +444,8 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
       wake?.();
       await running;
       await amqpConnection?.close().catch(() => undefined);
-      if (ownPool) await pool.end();
+      // a second stop finds the pool ended
+      if (ownPool && !pool.ended) await pool.end();
     },
   };
 }

@@ -1,4 +1,5 @@
 import client from 'prom-client';
+import { withinTime } from '../withinTime.js';
 import type pg from 'pg';
 import { logger } from '../log.js';
 import { isPendingSql } from '../queue/taskRow.js';
@@ -85,14 +86,11 @@ export function observeBridgeLag(properties: { headers?: Record<string, unknown>
 const COLLECT_TIMEOUT_MS = 2000;
 
 async function timed<T>(what: string, query: Promise<T>): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([query, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${COLLECT_TIMEOUT_MS} ms`)), COLLECT_TIMEOUT_MS)))]);
+    return await withinTime(query, COLLECT_TIMEOUT_MS, `timed out after ${COLLECT_TIMEOUT_MS} ms`);
   } catch (err) {
     logger('metrics').warn({ err: (err as Error).message }, `metrics: cannot collect ${what}`);
     return undefined;
-  } finally {
-    clearTimeout(timer);
   }
 }
 

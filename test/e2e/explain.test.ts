@@ -16,12 +16,15 @@ import type { GraphExplanation } from '../../src/scheduler/explainGraph.js';
 let stack: Stack;
 const workers: ReturnType<typeof startFastWorker>[] = [];
 const releases: (() => void)[] = [];
+/** relays a test started in place of the stack's */
+const relays: Awaited<ReturnType<typeof startRelay>>[] = [];
 before(async () => {
   stack = await startStack({ configOverrides: { claimWorkWaitMs: 1000 } });
 });
 after(async () => {
   for (const r of releases) r();
   for (const w of workers) await w.stop();
+  for (const r of relays) await r.stop();
   await stack?.stop();
 });
 
@@ -125,9 +128,7 @@ test('a lost resolution: the dependent explains inconsistent, and the call makes
   await stack.root.request('queue', 'POST', `/task/${g.id('p')}/runs/0/completed`);
   await stack.api.api.deps.groupAnnouncer.flush();
   await stack.api.db.pool.query('DELETE FROM outbox WHERE id > $1', [marker]);
-  // the stack stops the relay it holds at the end: this one
-  const relay = await startRelay({ config: stack.config, log: () => undefined });
-  stack.relay = relay;
+  relays.push(await startRelay({ config: stack.config, log: () => undefined }));
   {
     await new Promise((r) => setTimeout(r, 1000));
     assert.equal(await stateOf(g.id('q')), 'unscheduled', 'nothing told the workflow');

@@ -4,9 +4,18 @@ import { explainGraph } from '../explainGraph.js';
 import { reconcileNow } from '../reconcileNow.js';
 import { explainQuery, workflowIdFor, type ExplainQueryResult } from '../../workflows/contract.js';
 import { GET_TASK_GRAPH } from './shapes.js';
+import { withinTime } from '../../withinTime.js';
 
 /** How many sources the workflow's model lists for one explanation (the rest are counted). */
 const MODEL_CAUSES = 5_000;
+
+/**
+ * How long an explanation waits for the workflow's answer before explaining from the queue's rows alone: a query is
+ * answered by the scheduler worker within milliseconds while it holds the workflow, and an unreachable Temporal must
+ * not hold the request (and its concurrency slot) for the client's own timeouts.
+ */
+const MODEL_WAIT_MS = 3000;
+
 
 export const explainGraphEndpoint = declare({
   service: 'scheduler',
@@ -24,15 +33,14 @@ export const explainGraphEndpoint = declare({
   async handler({ params, query, deps }) {
     const row = await requireGraph(deps.pool, params.taskGraphId);
     await deps.workers.flush();
-    let model: ExplainQueryResult | undefined;
-    if (row.state === 'running' || row.state === 'blocked') {
-      try {
-        const client = await deps.temporal.get();
-        model = await client.workflow.getHandle(workflowIdFor(row.task_graph_id)).query(explainQuery, { limit: MODEL_CAUSES });
-      } catch {
-        // the workflow is not running (yet, or any more): the rows alone explain
-      }
-    }
+    // a workflow that is not running (yet, or any more), or a Temporal that does not answer: the rows alone explain
+    const model: ExplainQueryResult | undefined =
+      row.state === 'running' || row.state === 'blocked'
+        ? await withinTime(
+            deps.temporal.get().then((client) => client.workflow.getHandle(workflowIdFor(row.task_graph_id)).query(explainQuery, { limit: MODEL_CAUSES })),
+            MODEL_WAIT_MS,
+          ).catch(() => undefined)
+        : undefined;
     const explanation = await explainGraph(deps.pool, row, model, { now: new Date(), claimWorkWaitMs: deps.config.claimWorkWaitMs, limit: Number(query.limit ?? 20) });
     if (explanation.reconciling) explanation.reconciling = await reconcileNow(deps, row.task_graph_id);
     return explanation;
