@@ -36,6 +36,22 @@ export function temporalCron(pattern: string): string {
   return fields.length === 6 ? `${fields.join(' ')} *` : pattern.trim();
 }
 
+const SHORTHAND = /^@(yearly|annually|monthly|weekly|daily|hourly|every [0-9]+[smhd](\/[0-9]+[smhd])?)$/;
+const FIELD = /^[0-9A-Za-z*?,/#-]+$/;
+
+/**
+ * Refuses (400) a pattern that is not shaped like a cron pattern (5 or 6 fields of cron characters, or a shorthand)
+ * before anything is written or Temporal is asked; Temporal still judges the fields themselves.
+ */
+export function checkSchedulePatterns(patterns: string[]): void {
+  for (const pattern of patterns) {
+    const trimmed = pattern.trim();
+    const fields = trimmed.split(/\s+/);
+    if (SHORTHAND.test(trimmed) || ((fields.length === 5 || fields.length === 6) && fields.every((f) => FIELD.test(f)))) continue;
+    throw new TgsError('InputError', `Invalid schedule pattern ${JSON.stringify(pattern)}: use a cron pattern of 5 fields (minute first) or 6 (second first), UTC, e.g. "0 0 3 * * *" for 03:00 every day`);
+  }
+}
+
 /**
  * Every schedule time of a hook is its own fire: a fire is one short activity, so actions overlap only while no
  * scheduler worker runs, and then each missed time still gets its task when one is back (ALLOW_ALL). After an

@@ -29,6 +29,10 @@ before(async () => {
   ok(await t.request('POST', '/api/queue/v1/claim-work/tgs-test/fuzz-bodies', { workerGroup: 'g', workerId: 'w', tasks: 1 }));
   ok(await t.request('PUT', '/api/auth/v1/clients/fuzz%2Fbodies', { description: 'bodies', expires: new Date(Date.now() + 3600_000).toISOString(), scopes: [] }));
   ok(await t.request('PUT', '/api/auth/v1/roles/fuzz%3Abodies', { description: 'bodies', scopes: ['queue:ping'] }));
+  // a hook (no schedule: no Temporal here) whose role may create its task, so a valid trigger succeeds
+  ok(await t.request('PUT', '/api/auth/v1/roles/hook-id%3Afuzz%2F*', { description: 'bodies', scopes: ['queue:create-task:lowest:tgs-test/fast', 'queue:scheduler-id:-'] }));
+  ok(await t.request('PUT', '/api/hooks/v1/hooks/fuzz/bodies%2Fhook', hookBody()));
+  const { body: token } = await t.request('GET', '/api/hooks/v1/hooks/fuzz/bodies%2Fhook/token');
   Object.assign(values, {
     taskId,
     taskGroupId: taskId,
@@ -46,6 +50,9 @@ before(async () => {
     taskIdOrLabel: 'build',
     indexPath: 'fuzz.bodies.a',
     namespace: 'fuzz.bodies.a',
+    hookGroupId: 'fuzz',
+    hookId: 'bodies%2Fhook',
+    token: token.token,
   });
 });
 after(async () => {
@@ -56,8 +63,13 @@ const OWN_FUZZERS = new Set(['queue.createTask', 'scheduler.createTaskGraph']);
 const withBodies = apiEndpoints.filter((e) => e.input && !e.rawBody && !OWN_FUZZERS.has(`${e.service}.${e.name}`));
 const routeParams = (route: string) => [...route.matchAll(/<([a-zA-Z]+)\*?>/g)].map((m) => m[1]);
 
+const hookBody = () => ({ metadata: { name: 'fuzz', description: 'bodies', owner: 'fuzz@example.com' }, task: fastTask('hook') });
+
 /** Valid bodies where the schema's smallest value is not one (a graph extension needs a task). */
 const VALID: Record<string, () => unknown> = {
+  // an owner is an email address
+  'hooks.createHook': hookBody,
+  'hooks.updateHook': hookBody,
   'scheduler.extendTaskGraph': () => ({ tasks: { more: { task: fastTask('more') } } }),
   // an uploadId is a v4 slugid
   'queue.finishArtifact': () => ({ uploadId: slugid.v4() }),

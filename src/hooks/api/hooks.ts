@@ -5,7 +5,7 @@ import type { ApiDeps } from '../../api/deps.js';
 import { declare } from '../../api/endpoint.js';
 import { withTransaction } from '../../db/pool.js';
 import { TgsError } from '../../errors.js';
-import { applyHookSchedule, deleteHookSchedule, scheduleIdFor } from '../schedules.js';
+import { applyHookSchedule, checkSchedulePatterns, deleteHookSchedule, scheduleIdFor } from '../schedules.js';
 import { checkTriggerSchema } from '../triggerSchema.js';
 import { lockForHookWrite } from '../scheduleLock.js';
 import { definitionOf, deleteHook, getHook, insertHook, listHookGroups as listGroups, listHooks as listGroupHooks, listLastFires, updateHookDefinition, type HookDefinition } from '../store.js';
@@ -21,6 +21,7 @@ function requestedDefinition(params: Record<string, string>, body: HookRequest, 
   if (body.hookGroupId !== undefined && body.hookGroupId !== params.hookGroupId) throw new TgsError('InputError', 'Hook Group Ids do not match: the body\'s hookGroupId must be the URL\'s (or left out)');
   if (body.hookId !== undefined && body.hookId !== params.hookId) throw new TgsError('InputError', 'Hook Ids do not match: the body\'s hookId must be the URL\'s (or left out)');
   checkTriggerSchema(body.triggerSchema);
+  checkSchedulePatterns(body.schedule);
   return {
     hookGroupId: params.hookGroupId,
     hookId: params.hookId,
