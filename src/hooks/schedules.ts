@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import type { Queryable } from '../db/pool.js';
 import { TgsError } from '../errors.js';
 import { HOOK_FIRE_WORKFLOW, type HookFireInput } from '../workflows/hookFireContract.js';
-import { listScheduledHooks } from './store.js';
+import { listScheduledHooks, type SchedulePolicy } from './store.js';
 
 /**
  * Each hook with a `schedule` is one Temporal Schedule (visible, pausable and backfillable in the Temporal Web UI),
@@ -52,14 +52,23 @@ export function checkSchedulePatterns(patterns: string[]): void {
   }
 }
 
-/**
- * Every schedule time of a hook is its own fire: a fire is one short activity, so actions overlap only while no
- * scheduler worker runs, and then each missed time still gets its task when one is back (ALLOW_ALL). After an
- * outage of Temporal itself, schedule times up to a day old are still taken; older ones are dropped.
- */
-const POLICIES = { overlap: 'ALLOW_ALL', catchupWindow: '1 day' } as const;
+/** A hook as its schedule needs it. */
+export interface ScheduledHook {
+  hookGroupId: string;
+  hookId: string;
+  schedule: string[];
+  policy: SchedulePolicy;
+}
 
-function scheduleOptions(config: Config, hook: HookFireInput): Omit<ScheduleOptions, 'scheduleId'> {
+/**
+ * By default every schedule time of a hook is its own fire: a fire is one short activity, so actions overlap only
+ * while no scheduler worker runs, and then each missed time still gets its task when one is back (ALLOW_ALL). After
+ * an outage of Temporal itself, schedule times up to a day old are still taken, older ones dropped. Both are the
+ * columns' defaults (migration 025) and can be set per hook (setHookSchedulePolicy).
+ */
+function scheduleOptions(config: Config, hook: ScheduledHook): Omit<ScheduleOptions, 'scheduleId'> {
+  const { overlap, catchupWindowSeconds } = hook.policy;
+  const args: HookFireInput = { hookGroupId: hook.hookGroupId, hookId: hook.hookId, schedule: hook.schedule, policy: { overlap, catchupWindowSeconds } };
   return {
     spec: { cronExpressions: hook.schedule.map(temporalCron) },
     action: {
@@ -67,15 +76,16 @@ function scheduleOptions(config: Config, hook: HookFireInput): Omit<ScheduleOpti
       workflowType: HOOK_FIRE_WORKFLOW,
       workflowId: `hook-fire:${scheduleIdFor(hook).slice(PREFIX.length)}`,
       taskQueue: config.temporalTaskQueue,
-      // the schedule rides along so reconciliation sees which definition this schedule was made from
-      args: [{ hookGroupId: hook.hookGroupId, hookId: hook.hookId, schedule: hook.schedule } satisfies HookFireInput],
+      // the schedule and policy ride along so reconciliation sees which definition this schedule was made from
+      args: [args],
     },
-    policies: POLICIES,
+    policies: { overlap, catchupWindow: catchupWindowSeconds * 1000 },
+    state: { paused: hook.policy.paused },
   };
 }
 
 /** A schedule Temporal refuses (an unparsable pattern) is the caller's mistake; anything else is Temporal's. */
-function asApiError(err: unknown, hook: HookFireInput): Error {
+function asApiError(err: unknown, hook: { schedule: string[] }): Error {
   if (err instanceof TgsError) return err;
   const message = (err as Error).message ?? String(err);
   // the SDK turns the server's INVALID_ARGUMENT (a spec it cannot parse) into a TypeError carrying its details
@@ -86,7 +96,7 @@ function asApiError(err: unknown, hook: HookFireInput): Error {
 }
 
 /** Makes the hook's Temporal Schedule match its `schedule`: created, updated, or deleted when empty. */
-export async function applyHookSchedule(client: Client, config: Config, hook: HookFireInput): Promise<void> {
+export async function applyHookSchedule(client: Client, config: Config, hook: ScheduledHook): Promise<void> {
   const scheduleId = scheduleIdFor(hook);
   const handle = client.schedule.getHandle(scheduleId);
   try {
@@ -101,7 +111,13 @@ export async function applyHookSchedule(client: Client, config: Config, hook: Ho
       await client.schedule.create({ scheduleId, ...options });
     } catch (err) {
       if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-      await handle.update((previous) => ({ ...previous, spec: options.spec, action: options.action, policies: { ...previous.policies, ...POLICIES } }));
+      await handle.update((previous) => ({
+        ...previous,
+        spec: options.spec,
+        action: options.action,
+        policies: { ...previous.policies, ...options.policies },
+        state: { ...previous.state, paused: hook.policy.paused },
+      }));
     }
   } catch (err) {
     throw asApiError(err, hook);
@@ -114,7 +130,7 @@ export async function deleteHookSchedule(client: Client, hook: { hookGroupId: st
     await client.schedule.getHandle(scheduleIdFor(hook)).delete();
   } catch (err) {
     if (err instanceof ScheduleNotFoundError) return;
-    throw asApiError(err, { ...hook, schedule: [] });
+    throw asApiError(err, { schedule: [] });
   }
 }
 
@@ -140,7 +156,12 @@ export async function reconcileHookSchedules(db: Queryable, client: Client, conf
     }
     const description = await client.schedule.getHandle(id).describe();
     const made = (description.action as { args?: HookFireInput[] }).args?.[0];
-    if (JSON.stringify(made?.schedule) !== JSON.stringify(hook.schedule) || description.action.taskQueue !== config.temporalTaskQueue) {
+    const wantedArgs = (scheduleOptions(config, hook).action.args as HookFireInput[])[0];
+    if (
+      JSON.stringify([made?.schedule, made?.policy]) !== JSON.stringify([wantedArgs.schedule, wantedArgs.policy]) ||
+      description.action.taskQueue !== config.temporalTaskQueue ||
+      description.state.paused !== hook.policy.paused
+    ) {
       await applyHookSchedule(client, config, hook);
       changed.updated++;
     }

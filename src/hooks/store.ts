@@ -25,8 +25,18 @@ export interface HookDefinition {
   triggerSchema: Record<string, unknown>;
 }
 
+/** How a hook's Temporal Schedule runs (tgs's extension): paused, its overlap policy, its catch-up window. */
+export interface SchedulePolicy {
+  paused: boolean;
+  overlap: Overlap;
+  catchupWindowSeconds: number;
+}
+export const OVERLAPS = ['SKIP', 'BUFFER_ONE', 'BUFFER_ALL', 'CANCEL_OTHER', 'TERMINATE_OTHER', 'ALLOW_ALL'] as const;
+export type Overlap = (typeof OVERLAPS)[number];
+
 export interface HookRow extends HookDefinition {
   triggerToken: string;
+  policy: SchedulePolicy;
 }
 
 interface Row {
@@ -38,9 +48,13 @@ interface Row {
   schedule: string[];
   trigger_schema: Record<string, unknown>;
   trigger_token: string;
+  paused: boolean;
+  overlap: Overlap;
+  catchup_window_s: number;
 }
 
-const COLUMNS = 'hook_group_id, hook_id, metadata, task, bindings, schedule, trigger_schema, trigger_token';
+const COLUMNS = 'hook_group_id, hook_id, metadata, task, bindings, schedule, trigger_schema, trigger_token, paused, overlap, catchup_window_s';
+const INSERTED = 'hook_group_id, hook_id, metadata, task, bindings, schedule, trigger_schema, trigger_token';
 
 const fromRow = (r: Row): HookRow => ({
   hookGroupId: r.hook_group_id,
@@ -51,10 +65,11 @@ const fromRow = (r: Row): HookRow => ({
   schedule: r.schedule,
   triggerSchema: r.trigger_schema,
   triggerToken: r.trigger_token,
+  policy: { paused: r.paused, overlap: r.overlap, catchupWindowSeconds: r.catchup_window_s },
 });
 
 /** The definition alone: what the API answers (never the trigger token). */
-export const definitionOf = ({ triggerToken: _token, ...definition }: HookRow): HookDefinition => definition;
+export const definitionOf = ({ triggerToken: _token, policy: _policy, ...definition }: HookRow): HookDefinition => definition;
 
 /** A hook, or undefined; `lock` takes a share lock for the caller's transaction (a fire against a concurrent remove). */
 export async function getHook(db: Queryable, hookGroupId: string, hookId: string, lock = false): Promise<HookRow | undefined> {
@@ -82,9 +97,9 @@ export async function listScheduledHooks(db: Queryable): Promise<HookRow[]> {
 }
 
 /** Inserts a hook; false when one with these ids exists (nothing written). */
-export async function insertHook(db: Queryable, hook: HookRow): Promise<boolean> {
+export async function insertHook(db: Queryable, hook: HookDefinition & { triggerToken: string }): Promise<boolean> {
   const { rowCount } = await db.query(
-    `INSERT INTO hooks (${COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+    `INSERT INTO hooks (${INSERTED}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
     [hook.hookGroupId, hook.hookId, hook.metadata, hook.task, JSON.stringify(hook.bindings), JSON.stringify(hook.schedule), hook.triggerSchema, hook.triggerToken],
   );
   return rowCount === 1;
@@ -107,6 +122,16 @@ export async function setTriggerToken(db: Queryable, hookGroupId: string, hookId
     [hookGroupId, hookId, token],
   );
   return rowCount === 1;
+}
+
+/** Sets a hook's schedule policy; undefined when there is no such hook. */
+export async function setSchedulePolicy(db: Queryable, hookGroupId: string, hookId: string, policy: SchedulePolicy): Promise<HookRow | undefined> {
+  const { rows } = await db.query<Row>(
+    `UPDATE hooks SET paused = $3, overlap = $4, catchup_window_s = $5, last_modified = now()
+      WHERE hook_group_id = $1 AND hook_id = $2 RETURNING ${COLUMNS}`,
+    [hookGroupId, hookId, policy.paused, policy.overlap, policy.catchupWindowSeconds],
+  );
+  return rows[0] && fromRow(rows[0]);
 }
 
 /** Deletes a hook and its last fires (cascade); false when there was none. */

@@ -11,6 +11,11 @@ CREATE TABLE hooks (
   trigger_schema jsonb NOT NULL,
   -- a bearer secret for triggerHookWithToken; getTriggerToken hands it back, so it is kept, not hashed
   trigger_token  text NOT NULL,
+  -- tgs's extensions (docs/formats.md § Hooks): the schedule paused, its overlap policy and catch-up window
+  paused         boolean NOT NULL DEFAULT false,
+  overlap        text NOT NULL DEFAULT 'ALLOW_ALL'
+                 CHECK (overlap IN ('SKIP', 'BUFFER_ONE', 'BUFFER_ALL', 'CANCEL_OTHER', 'TERMINATE_OTHER', 'ALLOW_ALL')),
+  catchup_window_s integer NOT NULL DEFAULT 86400 CHECK (catchup_window_s >= 10),
   created        timestamptz NOT NULL DEFAULT now(),
   last_modified  timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (hook_group_id, hook_id)

@@ -8,8 +8,12 @@ export const HOOK_FIRE_WORKFLOW = 'hookFire';
 export interface HookFireInput {
   hookGroupId: string;
   hookId: string;
-  /** the hook's patterns when the schedule was written: reconciliation compares them with the hook's row */
+  /**
+   * the hook's patterns and policy when the schedule was written: reconciliation compares them with the hook's row
+   * (the workflow itself needs only the ids)
+   */
   schedule: string[];
+  policy?: { overlap: string; catchupWindowSeconds: number };
 }
 
 export interface HookFireResult {

@@ -199,6 +199,8 @@ const HOOK_GROUP = 'matrix-hooks';
 /** A hook whose task the `hook-id:matrix-hooks/*` role may create. */
 const hookBody = (id: string) => ({
   metadata: { name: 'matrix', description: 'matrix hook', owner: 'matrix@example.com' },
+  // a schedule, so backfillHook has times to fire (New Year's midnight: none while the test runs)
+  schedule: ['0 0 1 1 *'],
   task: { ...fastTask('matrix-hook'), provisionerId: 'tgs-matrix', workerType: `mh-${id}` },
 });
 
@@ -273,6 +275,7 @@ const BODIES: Record<string, (w: World) => unknown> = {
   'hooks.createHook': (w) => hookBody(w.id),
   'hooks.updateHook': (w) => hookBody(w.id),
   'hooks.triggerHook': () => ({}),
+  'hooks.backfillHook': () => ({ start: new Date(Date.now() - 2 * 86400_000).toISOString(), end: new Date(Date.now() - 86400_000).toISOString() }),
   'scheduler.createTaskGraph': () => ({ routing: 'matrix', tasks: { one: { task: fastTask('one') } } }),
   'scheduler.extendTaskGraph': () => ({ tasks: { more: { requires: ['done'], task: fastTask('more') } } }),
 };

@@ -79,6 +79,9 @@ const VALID: Record<string, () => unknown> = {
   'queue.reportResolutions': () => ({ resolutions: [{ taskId: values.taskId, runId: 0, outcome: 'completed' }] }),
 };
 
+/** Endpoints whose refusal after the body was accepted is recorded (docs/formats.md § Hooks). */
+const RECORDS_REFUSALS = new Set(['hooks.triggerHook', 'hooks.triggerHookWithToken']);
+
 /** Replace the value of an existing key (the `index`-th, at the end of `path`), add a key, or replace the body. */
 type Mutation = { path: string[]; index: number; value: unknown } | { path: string[]; key: string; value: unknown } | { whole: unknown };
 
@@ -130,7 +133,14 @@ test('every endpoint with a JSON body: mutated bodies never crash, refusals writ
       assertAnswered(res, what);
       assertNoPrototypePollution(what);
       if (res.status >= 400) await t.api.deps.workers.flush();
-      if (res.status >= 400) assert.deepEqual(await databaseCounts(t.db.pool), before, `${what}: a refused request wrote something`);
+      if (res.status >= 400) {
+        const after = await databaseCounts(t.db.pool);
+        // A fire refused after the payload was accepted (the template fails, the hook's role lacks scopes: the hook
+        // may have been changed by a fuzzed updateHook) is recorded in the hook's last fires, as Taskcluster does;
+        // that row and nothing else.
+        if (RECORDS_REFUSALS.has(what) && Number(after.hook_last_fires) === Number(before.hook_last_fires) + 1) after.hook_last_fires = before.hook_last_fires;
+        assert.deepEqual(after, before, `${what}: a refused request wrote something`);
+      }
       statuses.set(`${name} ${res.status}`, (statuses.get(`${name} ${res.status}`) ?? 0) + 1);
     }),
     fuzzParameters(400),

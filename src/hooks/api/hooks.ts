@@ -1,20 +1,16 @@
 import { isDeepStrictEqual } from 'node:util';
 import slugid from 'slugid';
-import type pg from 'pg';
-import type { ApiDeps } from '../../api/deps.js';
 import { declare } from '../../api/endpoint.js';
 import { withTransaction } from '../../db/pool.js';
 import { TgsError } from '../../errors.js';
-import { applyHookSchedule, checkSchedulePatterns, deleteHookSchedule, scheduleIdFor } from '../schedules.js';
+import { checkSchedulePatterns, deleteHookSchedule, scheduleIdFor } from '../schedules.js';
 import { checkTriggerSchema } from '../triggerSchema.js';
 import { lockForHookWrite } from '../scheduleLock.js';
 import { definitionOf, deleteHook, getHook, insertHook, listHookGroups as listGroups, listHooks as listGroupHooks, listLastFires, updateHookDefinition, type HookDefinition } from '../store.js';
+import { DEFAULT_POLICY, noSuchHook, temporal, writeHook } from './writeHook.js';
 import { createHookRequest, hookDefinition, hookStatus, listHookGroupsResponse, listHooksResponse } from './schemas.js';
 
 type HookRequest = Omit<HookDefinition, 'hookGroupId' | 'hookId' | 'bindings'> & { hookGroupId?: string; hookId?: string; bindings?: HookDefinition['bindings'] };
-
-export const noSuchHook = (params: { hookGroupId?: string; hookId?: string }) =>
-  new TgsError('ResourceNotFound', `No such hook: ${params.hookGroupId}/${params.hookId} (create it with createHook)`, { hookGroupId: params.hookGroupId, hookId: params.hookId });
 
 /** The definition a create or update request asks for, checked before anything is written. */
 function requestedDefinition(params: Record<string, string>, body: HookRequest, bindings: HookDefinition['bindings']): HookDefinition {
@@ -31,37 +27,6 @@ function requestedDefinition(params: Record<string, string>, body: HookRequest, 
     schedule: body.schedule,
     triggerSchema: body.triggerSchema,
   };
-}
-
-/**
- * Writes a hook's row and its Temporal Schedule together: the schedule is written inside the row's transaction, so
- * a schedule Temporal refuses (an unparsable pattern: 400) or cannot take (503) leaves the row as it was. A commit
- * that fails after the schedule was written leaves a schedule the scheduler worker's reconciliation corrects.
- */
-async function writeHook<T>(
-  deps: ApiDeps,
-  write: (client: pg.PoolClient) => Promise<T>,
-  schedule: (result: T) => (HookDefinition & { previousSchedule?: string[] }) | undefined,
-): Promise<T> {
-  return withTransaction(deps.pool, async (client) => {
-    await lockForHookWrite(client);
-    const result = await write(client);
-    const hook = schedule(result);
-    // a hook that had no schedule and gets none needs no Temporal: hooks fired by triggers work without it
-    if (hook && (hook.schedule.length > 0 || (hook.previousSchedule?.length ?? 0) > 0)) {
-      await applyHookSchedule(await temporal(deps), deps.config, { hookGroupId: hook.hookGroupId, hookId: hook.hookId, schedule: hook.schedule });
-    }
-    return result;
-  });
-}
-
-/** The Temporal client, or 503 naming what to do. */
-async function temporal(deps: ApiDeps) {
-  try {
-    return await deps.temporal.get();
-  } catch (err) {
-    throw new TgsError('ServiceUnavailable', `Temporal is unreachable (${(err as Error).message}); hook schedules live there, nothing was changed: try again`);
-  }
 }
 
 export const listHookGroups = declare({
@@ -172,7 +137,7 @@ export const createHook = declare<HookRequest>({
     const created = await writeHook(
       deps,
       (client) => insertHook(client, { ...definition, triggerToken: slugid.nice() }),
-      (inserted) => (inserted ? definition : undefined),
+      (inserted) => (inserted ? { ...definition, policy: DEFAULT_POLICY } : undefined),
     );
     if (!created) {
       const existing = await getHook(deps.pool, params.hookGroupId, params.hookId);
@@ -203,7 +168,7 @@ export const updateHook = declare<HookRequest>({
     const updated = await writeHook(
       deps,
       (client) => updateHookDefinition(client, definition),
-      (row) => row && { ...definition, previousSchedule: existing.schedule },
+      (row) => row && { ...definition, policy: row.policy, previousSchedule: existing.schedule },
     );
     if (!updated) throw noSuchHook(params);
     return definitionOf(updated);

@@ -8,7 +8,7 @@ import { fireHook } from '../fire.js';
 import type { FireContext } from '../render.js';
 import { checkTriggerPayload } from '../triggerSchema.js';
 import { getHook, setTriggerToken, type FiredBy, type HookRow } from '../store.js';
-import { noSuchHook } from './hooks.js';
+import { noSuchHook } from './writeHook.js';
 import { triggerHookRequest, triggerHookResponse, triggerTokenResponse } from './schemas.js';
 
 /**
