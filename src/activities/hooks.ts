@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { LazyTemporalClient } from '../temporal/connection.js';
 import { fireHook } from '../hooks/fire.js';
-import { getHook } from '../hooks/store.js';
+import { getHook, getLastFire } from '../hooks/store.js';
 import { scheduledTaskId } from '../hooks/scheduledTaskId.js';
 import type { HookFireResult } from '../workflows/hookFireContract.js';
 
@@ -14,8 +14,9 @@ export function hookActivities(deps: { config: Config; pool: pg.Pool; log?: Logg
   return {
     /**
      * Renders and creates the hook's task for this schedule time, as triggerHook does, with the taskId derived from
-     * the hook and the time: idempotent (the task and its fire are written once). A refusal (scopes, template) is
-     * recorded as an error fire and is not retried; an unreachable Postgres throws and is retried.
+     * the hook and the time. Idempotent: a fire already recorded for that taskId (the task and its fire commit
+     * together) is answered as it was, so a retry after a worker died creates and records nothing. A refusal (scopes,
+     * template) is recorded as an error fire and is not retried; an unreachable Postgres throws and is retried.
      */
     async fireScheduledHook(input: { hookGroupId: string; hookId: string; scheduledAt: string }): Promise<HookFireResult> {
       const hook = await getHook(deps.pool, input.hookGroupId, input.hookId);
@@ -25,7 +26,9 @@ export function hookActivities(deps: { config: Config; pool: pg.Pool; log?: Logg
       }
       const now = new Date(input.scheduledAt);
       const taskId = scheduledTaskId(hook.hookGroupId, hook.hookId, now);
-      const outcome = await fireHook({ ...deps, temporal }, hook, { firedBy: 'schedule' }, { taskId, now });
+      const recorded = await getLastFire(deps.pool, hook.hookGroupId, hook.hookId, taskId);
+      if (recorded) return recorded.result === 'success' ? { result: 'created', taskId } : { result: 'refused', taskId, error: recorded.error };
+      const outcome = await fireHook({ ...deps, temporal }, hook, { firedBy: 'schedule' }, { taskId, now, firedAt: new Date() });
       if (outcome.result === 'refused') {
         deps.log?.warn({ hookGroupId: hook.hookGroupId, hookId: hook.hookId, taskId, err: outcome.error.message }, 'scheduled hook fire refused; recorded in its last fires');
         return { result: 'refused', taskId, error: outcome.error.message };

@@ -38,17 +38,19 @@ export const hookRole = (hook: { hookGroupId: string; hookId: string }) => `hook
  * the hooks service calls createTask with `authorizedScopes: ['assume:hook-id:…']`. The scope check is createTask's
  * own (createTaskScopes, and a task-graph group's extend scope), against the role expanded through the roles as they
  * are in Postgres now. The task and its `success` fire commit together; a refusal (template error, invalid task,
- * missing scopes, a conflicting task) is recorded as an `error` fire. The same taskId fired again (a retried
- * scheduled fire) creates nothing new and records nothing new: createTask is idempotent and a fire is keyed by its
- * taskId. Anything else (Postgres down) throws and records nothing, so the caller may retry.
+ * missing scopes, a conflicting task) is recorded as an `error` fire, keyed by its taskId: a second fire of the same
+ * taskId records nothing new (a scheduled fire's activity looks for its recorded fire before it renders, so a retry
+ * answers what the first attempt did). Anything else (Postgres down) throws and records nothing, so the caller may
+ * retry. A fire's `taskCreateTime` is the time it stands for (`now`).
  */
 export async function fireHook(
   env: FireEnv,
   hook: HookDefinition,
   context: FireContext & { firedBy: FiredBy },
-  options: { taskId: string; now: Date },
+  options: { taskId: string; now: Date; firedAt?: Date },
 ): Promise<FireOutcome> {
   const { taskId, now } = options;
+  const firedAt = options.firedAt ?? now;
   const role = hookRole(hook);
   const refuse = async (error: TgsError): Promise<FireOutcome> => {
     const recorded = JSON.stringify({ code: error.code, statusCode: error.status, message: error.message }, null, 2);
@@ -58,12 +60,12 @@ export async function fireHook(
 
   let task: Record<string, unknown> | undefined;
   try {
-    task = renderHookTask(hook.task, context, taskId, now);
+    task = renderHookTask(hook.task, context, taskId, { now, firedAt });
   } catch (err) {
     return refuse(new TgsError('InputError', `While firing hook:\n\n${String(err)}`));
   }
   if (!task) return { result: 'declined' };
-  const validated = validateTaskDefinition(task, taskId, new Date());
+  const validated = validateTaskDefinition(task, taskId, firedAt);
   if ('errors' in validated) {
     return refuse(new TgsError('InputError', `While calling createTask: InputValidationError\n\nInvalid task definition:\n${validated.errors.join('\n')}`));
   }

@@ -161,6 +161,15 @@ export async function recordLastFire(db: Queryable, fire: LastFire): Promise<voi
   );
 }
 
+/** The fire recorded for this taskId, if any. */
+export async function getLastFire(db: Queryable, hookGroupId: string, hookId: string, taskId: string): Promise<Pick<LastFire, 'result' | 'error'> | undefined> {
+  const { rows } = await db.query<{ result: 'success' | 'error'; error: string }>(
+    'SELECT result, error FROM hook_last_fires WHERE hook_group_id = $1 AND hook_id = $2 AND task_id = $3',
+    [hookGroupId, hookId, taskId],
+  );
+  return rows[0];
+}
+
 export interface LastFireWithState extends LastFire {
   /** the task's state now, `unknown` when there is no such task */
   taskState: string;

@@ -1,5 +1,6 @@
 import type { ApiDeps } from '../../api/deps.js';
 import { declare, type JsonSchema } from '../../api/endpoint.js';
+import { msToTs } from '@temporalio/common/lib/time.js';
 import { TgsError } from '../../errors.js';
 import { scheduleIdFor } from '../schedules.js';
 import { getHook, OVERLAPS, setSchedulePolicy, type HookRow, type SchedulePolicy } from '../store.js';
@@ -10,8 +11,11 @@ import { noSuchHook, temporal, writeHook } from './writeHook.js';
  * resumed, its overlap policy and catch-up window set, and a time range backfilled. Not in Taskcluster's reference.
  */
 
-/** Backfills span at most this long: one fire per schedule time, and a pattern may fire every second. */
-const MAX_BACKFILL_DAYS = 31;
+/**
+ * A backfill fires fewer schedule times than this (a pattern may fire every second): Temporal lists the range's
+ * times first, and answers at most 1000, so 1000 means "that many or more".
+ */
+const MAX_BACKFILL_FIRES = 1000;
 
 const policyShape: JsonSchema = {
   paused: { type: 'boolean' },
@@ -143,8 +147,10 @@ export const backfillHook = declare<{ start: string; end: string }>({
   name: 'backfillHook',
   title: 'Backfill a hook\'s schedule over a past time range (tgs)',
   description:
-    `Fires the hook once for every schedule time in [start, end) (at most ${MAX_BACKFILL_DAYS} days, in the past), ` +
-    'each with `now` set to that schedule time, through its Temporal Schedule; a paused schedule backfills too. ' +
+    `Fires the hook once for every schedule time in [start, end) (in the past; fewer than ${MAX_BACKFILL_FIRES} times), ` +
+    'each with `now` set to that schedule time, through its Temporal Schedule; a paused schedule backfills too. The ' +
+    'task\'s default `created` and `deadline` count from when it is fired (the queue takes a task created within 15 ' +
+    'minutes of the present only), so a template meant for backfills should not set `created` from `now`. ' +
     'A schedule time that already fired creates nothing new (its taskId is derived from the time). Answers at once; ' +
     'the fires follow within seconds (listLastFires).',
   method: 'post',
@@ -161,11 +167,21 @@ export const backfillHook = declare<{ start: string; end: string }>({
     const [start, end] = [new Date(body.start), new Date(body.end)];
     if (!(start < end)) throw new TgsError('InputError', 'start must be before end');
     if (end.getTime() > Date.now()) throw new TgsError('InputError', 'end must not be in the future: the schedule fires those times itself');
-    if (end.getTime() - start.getTime() > MAX_BACKFILL_DAYS * 86400_000) throw new TgsError('InputError', `a backfill spans at most ${MAX_BACKFILL_DAYS} days: split the range`);
     const hook = await mustGet(deps, params);
     if (hook.schedule.length === 0) throw new TgsError('InputError', `hook ${hook.hookGroupId}/${hook.hookId} has no schedule to backfill: give it one with updateHook, or use triggerHook`);
+    const client = await temporal(deps);
     try {
-      await (await temporal(deps)).schedule.getHandle(scheduleIdFor(hook)).backfill({ start, end, overlap: 'ALLOW_ALL' });
+      const { startTime } = (await client.workflowService.listScheduleMatchingTimes({
+        namespace: deps.config.temporalNamespace,
+        scheduleId: scheduleIdFor(hook),
+        startTime: msToTs(start.getTime()),
+        endTime: msToTs(end.getTime()),
+      })) as { startTime?: unknown[] | null };
+      const count = startTime?.length ?? 0;
+      if (count >= MAX_BACKFILL_FIRES) {
+        throw new TgsError('InputError', `the range holds ${MAX_BACKFILL_FIRES} schedule times or more; a backfill fires fewer: split the range`);
+      }
+      await client.schedule.getHandle(scheduleIdFor(hook)).backfill({ start, end, overlap: 'ALLOW_ALL' });
     } catch (err) {
       if (err instanceof TgsError) throw err;
       throw new TgsError('ServiceUnavailable', `Temporal did not take the backfill (${(err as Error).message}); nothing was fired, try again`);
