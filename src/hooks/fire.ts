@@ -10,7 +10,8 @@ import { createTaskScopes } from '../queue/createTaskScopes.js';
 import { createTasks } from '../queue/createTasks.js';
 import { authorizeTaskInGraphGroup, signalGraphExtended } from '../scheduler/graphGroup.js';
 import { joinQueueTasks } from '../scheduler/graphStore.js';
-import { renderHookTask, type FireContext } from './render.js';
+import { isGraph, renderHookTask, type FireContext } from './render.js';
+import { fireGraph } from './fireGraph.js';
 import { getHook, recordLastFire, type FiredBy, type HookDefinition } from './store.js';
 
 /** What firing needs: the API process and the scheduler worker each have these. */
@@ -65,12 +66,23 @@ export async function fireHook(
     return refuse(new TgsError('InputError', `While firing hook:\n\n${String(err)}`));
   }
   if (!task) return { result: 'declined' };
+  const scopes = await expandWithStoredRoles(env.pool, [`assume:${role}`]);
+  const success = { hookGroupId: hook.hookGroupId, hookId: hook.hookId, taskId, firedBy: context.firedBy, taskCreateTime: now, result: 'success' as const, error: '' };
+  if (isGraph(task)) {
+    try {
+      await fireGraph(env, task, { role, scopes }, taskId, context.firedBy === 'schedule');
+    } catch (err) {
+      if (!(err instanceof TgsError)) throw err;
+      return refuse(asFireError(role, err, 'createTaskGraph', 'task-graph'));
+    }
+    await recordLastFire(env.pool, success);
+    return { result: 'created', taskId };
+  }
   const validated = validateTaskDefinition(task, taskId, firedAt);
   if ('errors' in validated) {
     return refuse(new TgsError('InputError', `While calling createTask: InputValidationError\n\nInvalid task definition:\n${validated.errors.join('\n')}`));
   }
   const definition = validated.definition;
-  const scopes = await expandWithStoredRoles(env.pool, [`assume:${role}`]);
   const missing = unsatisfiedPart(scopes, createTaskScopes(definition));
   if (missing !== undefined) {
     return refuse(insufficient(role, `createTask needs ${formatExpression(missing)}`));
@@ -92,20 +104,25 @@ export async function fireHook(
       const graph = await authorizeTaskInGraphGroup(client, definition.taskGroupId, taskId, definition.scopes, asRole);
       await createTasks(client, env.config, [{ taskId, definition }]);
       const nodeCount = graph ? await joinQueueTasks(client, graph.taskGraphId, [taskId]) : 0;
-      await recordLastFire(client, { hookGroupId: hook.hookGroupId, hookId: hook.hookId, taskId, firedBy: context.firedBy, taskCreateTime: now, result: 'success', error: '' });
+      await recordLastFire(client, success);
       return { grown: graph && nodeCount > graph.nodeCount ? { taskGraphId: graph.taskGraphId, nodeCount } : undefined };
     });
   } catch (err) {
     if (!(err instanceof TgsError)) throw err;
-    if (err.code === 'InsufficientScopes' || err.code === 'AuthenticationFailed') {
-      return refuse(err.message.startsWith('The role') ? err : insufficient(role, err.message));
-    }
-    return refuse(new TgsError('InputError', `While calling createTask: ${err.code}\n\n${err.message}`));
+    return refuse(asFireError(role, err, 'createTask'));
   }
   if (outcome === 'no-hook') return { result: 'no-hook' };
   if (outcome.grown) await signalGraphExtended(env, outcome.grown.taskGraphId, outcome.grown.nodeCount);
   return { result: 'created', taskId };
 }
 
-const insufficient = (role: string, detail: string) =>
-  new TgsError('InsufficientScopes', `The role \`${role}\` does not have sufficient scopes to create the task:\n\n${detail}`);
+/** A refusal as triggerHook answers it (Taskcluster): 403 naming the role when scopes lack, else 400 naming the call. */
+function asFireError(role: string, err: TgsError, call: string, what = 'task'): TgsError {
+  if (err.code === 'InsufficientScopes' || err.code === 'AuthenticationFailed') {
+    return err.message.startsWith('The role') ? err : insufficient(role, err.message, what);
+  }
+  return new TgsError('InputError', `While calling ${call}: ${err.code}\n\n${err.message}`);
+}
+
+const insufficient = (role: string, detail: string, what = 'task') =>
+  new TgsError('InsufficientScopes', `The role \`${role}\` does not have sufficient scopes to create the ${what}:\n\n${detail}`);

@@ -35,9 +35,29 @@ export function renderHookTask(
     throw new Error(`the hook's task template rendered to ${Array.isArray(rendered) ? 'an array' : typeof rendered}, not a task definition object`);
   }
   const task = rendered as Record<string, unknown>;
+  if (isGraph(task)) {
+    // a task-graph (tgs's extension): each node's task gets the defaults; the graph's id is its task group
+    for (const node of Object.values(task.tasks as Record<string, unknown>)) {
+      const nodeTask = (node as { task?: unknown } | null)?.task;
+      if (nodeTask !== null && typeof nodeTask === 'object' && !Array.isArray(nodeTask)) fillTimes(nodeTask as Record<string, unknown>, firedAt);
+    }
+    return task;
+  }
+  fillTimes(task, firedAt);
+  if (!task.taskGroupId) task.taskGroupId = taskId;
+  return task;
+}
+
+/**
+ * A rendered template with a `tasks` object is a task-graph in the format of docs/formats.md (tgs's extension): the
+ * hook fires the whole graph, whose taskGraphId is the fire's taskId.
+ */
+export function isGraph(rendered: Record<string, unknown>): boolean {
+  return rendered.tasks !== null && typeof rendered.tasks === 'object' && !Array.isArray(rendered.tasks);
+}
+
+function fillTimes(task: Record<string, unknown>, firedAt: Date): void {
   if (!task.created) task.created = firedAt.toISOString();
   if (!task.deadline) task.deadline = new Date(firedAt.getTime() + DAY_MS).toISOString();
   if (!task.expires) task.expires = new Date(firedAt.getTime() + 30 * DAY_MS).toISOString();
-  if (!task.taskGroupId) task.taskGroupId = taskId;
-  return task;
 }

@@ -122,3 +122,43 @@ test('pause and unpause reach the Temporal Schedule; the policy is the schedule\
   const tooShort = await stack.api.request('PUT', `${base}/schedule-policy`, { catchupWindowSeconds: 1 });
   assert.equal(tooShort.status, 400);
 });
+
+test('a hook whose template renders a task-graph fires the whole graph as its role; without the graph scope it is refused', async () => {
+  ok(await stack.api.request('PUT', `/api/auth/v1/roles/${encodeURIComponent('hook-id:graphs/*')}`, {
+    description: 'graph hooks',
+    scopes: ['scheduler:create-task-graph', 'queue:create-task:lowest:tgs-test/fast', `queue:scheduler-id:${stack.config.schedulerId}`],
+  }));
+  const graphHook = {
+    metadata: { name: 'nightly graph', description: 'a graph a night', owner: 'hooks@example.com' },
+    task: {
+      routing: 'hooks',
+      metadata: { name: 'nightly ${firedBy}' },
+      tasks: {
+        build: { task: { ...fastTask('build'), created: undefined, deadline: undefined } },
+        test: { requires: ['build'], task: { ...fastTask('test'), created: undefined, deadline: undefined, payload: { outcomes: ['completed'], at: '${now}' } } },
+      },
+    },
+  };
+  ok(await stack.api.request('PUT', '/api/hooks/v1/hooks/graphs/nightly', graphHook));
+  const { taskId: taskGraphId } = ok(await stack.api.request('POST', '/api/hooks/v1/hooks/graphs/nightly/trigger', {}));
+  const info = ok(await stack.api.request('GET', `/api/scheduler/v1/task-graph/${taskGraphId}/info`));
+  assert.equal(info.metadata.name, 'nightly triggerHook');
+  // the graph's workflow runs: it schedules the root, `test` waits for it
+  await eventually(async () => {
+    const { tasks } = ok(await stack.api.request('GET', `/api/queue/v1/task-group/${taskGraphId}/list`));
+    const states = tasks.map((t: { task: { metadata: { name: string } }; status: { state: string } }) => `${t.task.metadata.name}:${t.status.state}`).sort();
+    return states.join(' ') === 'build:pending test:unscheduled';
+  }, 'the graph\'s workflow scheduled its root');
+
+  ok(await stack.api.request('PUT', `/api/auth/v1/roles/${encodeURIComponent('hook-id:graphs-denied/*')}`, {
+    description: 'no graph scope',
+    scopes: ['queue:create-task:lowest:tgs-test/fast', `queue:scheduler-id:${stack.config.schedulerId}`],
+  }));
+  ok(await stack.api.request('PUT', '/api/hooks/v1/hooks/graphs-denied/nightly', graphHook));
+  const refused = await stack.api.request('POST', '/api/hooks/v1/hooks/graphs-denied/nightly/trigger', {});
+  assert.equal(refused.status, 403, JSON.stringify(refused.body));
+  assert.match(refused.body.message, /^The role `hook-id:graphs-denied\/nightly` does not have sufficient scopes to create the task-graph:\n\n.*scheduler:create-task-graph/s);
+  const { lastFires } = ok(await stack.api.request('GET', '/api/hooks/v1/hooks/graphs-denied/nightly/last-fires'));
+  assert.equal(lastFires[0].result, 'error');
+  assert.equal((await stack.api.request('GET', `/api/scheduler/v1/task-graph/${lastFires[0].taskId}/info`)).status, 404);
+});
