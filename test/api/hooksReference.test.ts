@@ -144,12 +144,17 @@ test('every Hooks entry answers through the official client with Taskcluster\'s 
   assert.deepEqual(updated.schedule, ['*/5 * * * *']);
   assert.equal(new Date((await hooks.getHookStatus(group, id)).nextScheduledDate).getUTCMinutes() % 5, 0);
   await refuses(hooks.updateHook(group, 'missing', definition), 404, 'ResourceNotFound');
+  const client = await t.api.deps.temporal.get();
+  const unscheduled = await hooks.updateHook(group, id, { ...definition, schedule: [] });
+  assert.deepEqual(unscheduled.schedule, []);
+  assert.equal((await hooks.getHookStatus(group, id)).nextScheduledDate, undefined);
+  await assert.rejects(client.schedule.getHandle(scheduleIdFor({ hookGroupId: group, hookId: id })).describe(), ScheduleNotFoundError, 'an empty schedule deletes the Temporal Schedule');
+  await hooks.updateHook(group, id, definition);
   assert.deepEqual(await hooks.removeHook(group, id), {});
   await refuses(hooks.hook(group, id), 404, 'ResourceNotFound');
   await refuses(hooks.listLastFires(group, id), 404, 'ResourceNotFound');
   await refuses(hooks.removeHook(group, id), 404, 'ResourceNotFound');
 
-  const client = await t.api.deps.temporal.get();
   for (const scheduleId of [scheduleIdFor({ hookGroupId: group, hookId: id }), scheduleIdFor({ hookGroupId: group, hookId: 'bad-cron' })]) {
     await assert.rejects(client.schedule.getHandle(scheduleId).describe(), ScheduleNotFoundError, `${scheduleId}: the removed hook's schedule is gone, the refused one never made`);
   }
