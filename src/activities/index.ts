@@ -20,6 +20,7 @@ import { createTaskGraph } from '../scheduler/createTaskGraph.js';
 import type { Logger } from '../log.js';
 import { observeHops } from '../observability/hops.js';
 import { withHeartbeat } from './heartbeat.js';
+import { hookActivities } from './hooks.js';
 
 export interface ActivityDeps {
   config: Config;
@@ -74,6 +75,7 @@ async function resolvedLatestRuns(db: pg.Pool | pg.PoolClient, taskIds: string[]
 export function createActivities(deps: ActivityDeps) {
   const { config, pool } = deps;
   return {
+    ...hookActivities(deps),
     /**
      * Temporal-native start: validate and store the graph given as workflow input, acting as the client
      * TGS_TEMPORAL_CLIENT_ID with the same scope check as PUT /task-graph (nothing is written when it fails).

@@ -12,6 +12,8 @@ import { authEndpoints } from '../auth/api/index.js';
 import { schedulerEndpoints } from '../scheduler/api/index.js';
 import { indexEndpoints } from '../indexService/api/index.js';
 import { expireIndex } from '../indexService/store.js';
+import { hooksEndpoints } from '../hooks/api/index.js';
+import { hookScheduleSweep } from '../hooks/reconcileSweep.js';
 import type { ApiDeps } from './deps.js';
 import type { Endpoint } from './endpoint.js';
 import { LazyTemporalClient } from '../temporal/connection.js';
@@ -31,7 +33,7 @@ import { gracefulStopper } from './gracefulStop.js';
  * Every endpoint the API serves, in OpenAPI order. The authorization matrix test (test/security) walks
  * this list, so an endpoint added here is checked for its scopes without editing the test.
  */
-export const apiEndpoints: Endpoint[] = [...queueEndpoints, ...artifactEndpoints, ...authEndpoints, ...schedulerEndpoints, ...indexEndpoints];
+export const apiEndpoints: Endpoint[] = [...queueEndpoints, ...artifactEndpoints, ...authEndpoints, ...schedulerEndpoints, ...indexEndpoints, ...hooksEndpoints];
 
 export interface ApiApp {
   app: FastifyInstance;
@@ -66,6 +68,7 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
   const sweeps = startSweeps(pool, config, logLine, [
     ['missing workflows', () => startMissingWorkflows(pool, config, temporal)],
     ['index expiry', () => expireIndex(pool)],
+    ['hook schedules', hookScheduleSweep(pool, config, temporal, infoLine ?? logLine)],
   ]);
   const app = createApiServer(deps, apiEndpoints, options);
   registerHttpMetrics(app, apiEndpoints, options.logger);

@@ -8,7 +8,7 @@ import { ROUTE_PARAMS } from './patterns.js';
 
 export type JsonSchema = Record<string, unknown>;
 export type HttpMethod = 'get' | 'put' | 'post' | 'delete';
-export type ServiceName = 'queue' | 'scheduler' | 'auth' | 'index';
+export type ServiceName = 'queue' | 'scheduler' | 'auth' | 'index' | 'hooks';
 
 export interface EndpointContext<Body = any> {
   /** Route parameters, already checked against the endpoint's `params` patterns. */

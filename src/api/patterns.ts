@@ -10,6 +10,11 @@ export const IDENTIFIER = /^[a-zA-Z0-9_-]{1,38}$/;
 export const TASK_QUEUE_ID = /^[a-zA-Z0-9_-]{1,38}\/[a-zA-Z0-9_-]{1,38}$/;
 /** Taskcluster's clientId pattern (auth service). */
 export const CLIENT_ID = /^[A-Za-z0-9!@/:.+|_-]{1,256}$/;
+/** Taskcluster's hookGroupId and hookId (a hookId may hold `/`, sent as `%2F`). */
+export const HOOK_GROUP_ID = /^[a-zA-Z0-9_-]{1,1000}$/;
+export const HOOK_ID = /^[a-zA-Z0-9_/-]{1,1000}$/;
+/** A hook's trigger token (a slugid when tgs makes it). */
+export const TRIGGER_TOKEN = /^[A-Za-z0-9_-]{1,64}$/;
 /** A role id: printable ASCII. */
 export const ROLE_ID = /^[\x20-\x7e]{1,1024}$/;
 
@@ -30,4 +35,7 @@ export const ROUTE_PARAMS: Readonly<Record<string, RegExp>> = {
   taskQueueId: TASK_QUEUE_ID,
   clientId: CLIENT_ID,
   roleId: ROLE_ID,
+  hookGroupId: HOOK_GROUP_ID,
+  hookId: HOOK_ID,
+  token: TRIGGER_TOKEN,
 };

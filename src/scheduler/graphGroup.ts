@@ -58,7 +58,7 @@ export async function authorizeTaskInGraphGroup(
  * Tells the graph's workflow it has nodes up to nodeCount. Best effort: the nodes are stored, and the workflow
  * also finds them when it reconciles with Postgres or before it declares the graph finished.
  */
-export async function signalGraphExtended(deps: ApiDeps, taskGraphId: string, nodeCount: number): Promise<void> {
+export async function signalGraphExtended(deps: Pick<ApiDeps, 'temporal'>, taskGraphId: string, nodeCount: number): Promise<void> {
   try {
     const client = await deps.temporal.get();
     await client.workflow.getHandle(workflowIdFor(taskGraphId)).signal(extendedSignal, { nodeCount });

@@ -71,6 +71,7 @@ async function build(world: World) {
   await world.sealedGroup();
   await world.existingRole();
   await world.indexedTask();
+  await world.existingHook();
 }
 
 /** Sets the `anonymous` role's scopes (as root, through the auth API) and checks an anonymous caller holds them. */
@@ -95,6 +96,7 @@ class World {
   private sealed?: Promise<string>;
   private role?: Promise<string>;
   private indexed?: Promise<string>;
+  private hook?: Promise<{ hookId: string; token: string }>;
 
   /** A task claimed by a worker (run 0 running) with a private `s3` artifact whose bytes are uploaded. */
   claimedTask() {
@@ -172,6 +174,18 @@ class World {
     })());
   }
 
+  /** A hook of the group `matrix-hooks` that fired once (its role may create its task), and its trigger token. */
+  existingHook() {
+    return (this.hook ??= (async () => {
+      const hookId = `existing-${this.id}`;
+      ok(await call('PUT', `/api/auth/v1/roles/${segment(`hook-id:${HOOK_GROUP}/*`)}`, { description: 'matrix hooks', scopes: [`queue:create-task:lowest:tgs-matrix/mh-${'*'}`, 'queue:scheduler-id:-'] }), 'create hook role');
+      ok(await call('PUT', `/api/hooks/v1/hooks/${HOOK_GROUP}/${hookId}`, hookBody(this.id)), 'create hook');
+      ok(await call('POST', `/api/hooks/v1/hooks/${HOOK_GROUP}/${hookId}/trigger`, {}), 'trigger hook');
+      const { token } = ok(await call('GET', `/api/hooks/v1/hooks/${HOOK_GROUP}/${hookId}/token`), 'get trigger token');
+      return { hookId, token };
+    })());
+  }
+
   existingClient() {
     return (this.client ??= (async () => {
       const clientId = `matrix/existing-${this.id}`;
@@ -180,6 +194,15 @@ class World {
     })());
   }
 }
+
+const HOOK_GROUP = 'matrix-hooks';
+/** A hook whose task the `hook-id:matrix-hooks/*` role may create. */
+const hookBody = (id: string) => ({
+  metadata: { name: 'matrix', description: 'matrix hook', owner: 'matrix@example.com' },
+  // a schedule, so backfillHook has times to fire (New Year's midnight: none while the test runs)
+  schedule: ['0 0 1 1 *'],
+  task: { ...fastTask('matrix-hook'), provisionerId: 'tgs-matrix', workerType: `mh-${id}` },
+});
 
 interface Candidate {
   /** The value, URL-encoded for the route. */
@@ -224,6 +247,9 @@ const PARAMS: Record<string, Candidate[]> = {
     existing(async (w) => (await w.indexedTask()).replace(/\.task$/, '')),
     fresh(() => `matrix.new.${randomBytes(4).toString('hex')}`),
   ],
+  hookGroupId: [existing(async (w) => (await w.existingHook(), HOOK_GROUP))],
+  hookId: [existing(async (w) => segment((await w.existingHook()).hookId)), fresh(() => segment(`new/${randomBytes(4).toString('hex')}`))],
+  token: [existing(async (w) => (await w.existingHook()).token)],
   taskIdOrLabel: [existing(async (w) => (await w.runningGraph()).doneLabel), existing(async (w) => (await w.runningGraph()).unscheduledTaskId)],
 };
 
@@ -246,6 +272,10 @@ const BODIES: Record<string, (w: World) => unknown> = {
   'queue.quarantineWorker': () => ({ quarantineUntil: inDays(1) }),
   'queue.finishArtifact': () => ({ uploadId: slugid.v4() }),
   'index.insertTask': () => ({ taskId: slugid.nice(), rank: 0, data: {}, expires: inDays(1) }),
+  'hooks.createHook': (w) => hookBody(w.id),
+  'hooks.updateHook': (w) => hookBody(w.id),
+  'hooks.triggerHook': () => ({}),
+  'hooks.backfillHook': () => ({ start: new Date(Date.now() - 2 * 86400_000).toISOString(), end: new Date(Date.now() - 86400_000).toISOString() }),
   'scheduler.createTaskGraph': () => ({ routing: 'matrix', tasks: { one: { task: fastTask('one') } } }),
   'scheduler.extendTaskGraph': () => ({ tasks: { more: { requires: ['done'], task: fastTask('more') } } }),
 };
@@ -294,13 +324,13 @@ async function pathFor(e: Endpoint, route: string, combo: Candidate[], w: World)
 const scoped = apiEndpoints.filter((e) => e.scopes !== undefined);
 
 /**
- * The endpoints anyone may call whatever the `anonymous` role holds: the services' liveness and version, and the
- * artifact bytes behind a signed URL (the signature is the credential). Every other endpoint declares scopes, so
- * emptying the role closes every read.
+ * The endpoints anyone may call whatever the `anonymous` role holds: the services' liveness and version, the
+ * artifact bytes behind a signed URL and a hook fired with its trigger token (the signature, the token, is the
+ * credential). Every other endpoint declares scopes, so emptying the role closes every read.
  */
-const UNSCOPED = new Set(['ping', 'lbheartbeat', 'heartbeat', 'version', 'uploadArtifactData', 'downloadArtifactData', 'claimTask']);
+const UNSCOPED = new Set(['ping', 'lbheartbeat', 'heartbeat', 'version', 'uploadArtifactData', 'downloadArtifactData', 'claimTask', 'triggerHookWithToken']);
 
-test('every endpoint declares scopes but the services\' liveness, signed artifact URLs and the refused claimTask', () => {
+test('every endpoint declares scopes but the services\' liveness, signed artifact URLs, trigger tokens and the refused claimTask', () => {
   const unscoped = apiEndpoints.filter((e) => e.scopes === undefined).map((e) => `${e.service}.${e.name}`);
   assert.deepEqual(unscoped.filter((k) => !UNSCOPED.has(k.split('.')[1])), [], 'endpoints without scopes');
 });

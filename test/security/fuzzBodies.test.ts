@@ -29,6 +29,10 @@ before(async () => {
   ok(await t.request('POST', '/api/queue/v1/claim-work/tgs-test/fuzz-bodies', { workerGroup: 'g', workerId: 'w', tasks: 1 }));
   ok(await t.request('PUT', '/api/auth/v1/clients/fuzz%2Fbodies', { description: 'bodies', expires: new Date(Date.now() + 3600_000).toISOString(), scopes: [] }));
   ok(await t.request('PUT', '/api/auth/v1/roles/fuzz%3Abodies', { description: 'bodies', scopes: ['queue:ping'] }));
+  // a hook (no schedule: no Temporal here) whose role may create its task, so a valid trigger succeeds
+  ok(await t.request('PUT', '/api/auth/v1/roles/hook-id%3Afuzz%2F*', { description: 'bodies', scopes: ['queue:create-task:lowest:tgs-test/fast', 'queue:scheduler-id:-'] }));
+  ok(await t.request('PUT', '/api/hooks/v1/hooks/fuzz/bodies%2Fhook', hookBody()));
+  const { body: token } = await t.request('GET', '/api/hooks/v1/hooks/fuzz/bodies%2Fhook/token');
   Object.assign(values, {
     taskId,
     taskGroupId: taskId,
@@ -46,6 +50,9 @@ before(async () => {
     taskIdOrLabel: 'build',
     indexPath: 'fuzz.bodies.a',
     namespace: 'fuzz.bodies.a',
+    hookGroupId: 'fuzz',
+    hookId: 'bodies%2Fhook',
+    token: token.token,
   });
 });
 after(async () => {
@@ -56,8 +63,13 @@ const OWN_FUZZERS = new Set(['queue.createTask', 'scheduler.createTaskGraph']);
 const withBodies = apiEndpoints.filter((e) => e.input && !e.rawBody && !OWN_FUZZERS.has(`${e.service}.${e.name}`));
 const routeParams = (route: string) => [...route.matchAll(/<([a-zA-Z]+)\*?>/g)].map((m) => m[1]);
 
+const hookBody = () => ({ metadata: { name: 'fuzz', description: 'bodies', owner: 'fuzz@example.com' }, task: fastTask('hook') });
+
 /** Valid bodies where the schema's smallest value is not one (a graph extension needs a task). */
 const VALID: Record<string, () => unknown> = {
+  // an owner is an email address
+  'hooks.createHook': hookBody,
+  'hooks.updateHook': hookBody,
   'scheduler.extendTaskGraph': () => ({ tasks: { more: { task: fastTask('more') } } }),
   // an uploadId is a v4 slugid
   'queue.finishArtifact': () => ({ uploadId: slugid.v4() }),
@@ -66,6 +78,9 @@ const VALID: Record<string, () => unknown> = {
   // the claimed run (at least one item)
   'queue.reportResolutions': () => ({ resolutions: [{ taskId: values.taskId, runId: 0, outcome: 'completed' }] }),
 };
+
+/** Endpoints whose refusal after the body was accepted is recorded (docs/formats.md § Hooks). */
+const RECORDS_REFUSALS = new Set(['hooks.triggerHook', 'hooks.triggerHookWithToken']);
 
 /** Replace the value of an existing key (the `index`-th, at the end of `path`), add a key, or replace the body. */
 type Mutation = { path: string[]; index: number; value: unknown } | { path: string[]; key: string; value: unknown } | { whole: unknown };
@@ -118,7 +133,14 @@ test('every endpoint with a JSON body: mutated bodies never crash, refusals writ
       assertAnswered(res, what);
       assertNoPrototypePollution(what);
       if (res.status >= 400) await t.api.deps.workers.flush();
-      if (res.status >= 400) assert.deepEqual(await databaseCounts(t.db.pool), before, `${what}: a refused request wrote something`);
+      if (res.status >= 400) {
+        const after = await databaseCounts(t.db.pool);
+        // A fire refused after the payload was accepted (the template fails, the hook's role lacks scopes: the hook
+        // may have been changed by a fuzzed updateHook) is recorded in the hook's last fires, as Taskcluster does;
+        // that row and nothing else.
+        if (RECORDS_REFUSALS.has(what) && Number(after.hook_last_fires) === Number(before.hook_last_fires) + 1) after.hook_last_fires = before.hook_last_fires;
+        assert.deepEqual(after, before, `${what}: a refused request wrote something`);
+      }
       statuses.set(`${name} ${res.status}`, (statuses.get(`${name} ${res.status}`) ?? 0) + 1);
     }),
     fuzzParameters(400),
