@@ -1,4 +1,6 @@
 import slugid from 'slugid';
+import type { TaskExplanation } from '../queue/explainTask.js';
+import type { GraphExplanation } from '../scheduler/explainGraph.js';
 import { ApiClient, TgsApiError, type TgsCredentials } from './http.js';
 import { resolveCredentials } from './credentials.js';
 
@@ -191,6 +193,11 @@ export class TgsClient {
     return (await this.scheduler<{ status: GraphStatus }>('GET', `/task-graph/${enc(taskGraphId)}/status`)).status;
   }
 
+  /** Why the graph has not finished: its root causes, the ones explaining most tasks first (docs/formats.md § Explanations). */
+  explainGraph(taskGraphId: string, limit?: number): Promise<GraphExplanation> {
+    return this.scheduler<GraphExplanation>('GET', `/task-graph/${enc(taskGraphId)}/explain${limit ? `?limit=${limit}` : ''}`);
+  }
+
   /** Status plus counts by task state, blocking tasks, metadata. */
   graphInfo(taskGraphId: string): Promise<GraphInfo> {
     return this.scheduler<GraphInfo>('GET', `/task-graph/${enc(taskGraphId)}/info`);
@@ -256,6 +263,11 @@ export class TgsClient {
 
   async taskStatus(taskId: string): Promise<TaskStatus> {
     return (await this.queue<{ status: TaskStatus }>('GET', `/task/${enc(taskId)}/status`)).status;
+  }
+
+  /** Why the task is not running (yet): its blockers, each with the action that clears it (docs/formats.md § Explanations). */
+  explainTask(taskId: string): Promise<TaskExplanation> {
+    return this.queue<TaskExplanation>('GET', `/task/${enc(taskId)}/explain`);
   }
 
   /** The task definition. */

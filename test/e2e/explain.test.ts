@@ -1,6 +1,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { startStack, eventually, type Stack } from '../../support/stack.js';
 import { startFastWorker, type ClaimedTask } from '../../support/fastWorker.js';
 import { fastTask } from '../../support/graphs.js';
@@ -36,6 +38,11 @@ async function submit(tasks: Record<string, { requires?: string[]; reruns?: numb
 }
 const explainTask = (taskId: string) => stack.root.request<TaskExplanation>('queue', 'GET', `/task/${taskId}/explain`);
 const explainGraph = (taskGraphId: string) => stack.root.request<GraphExplanation>('scheduler', 'GET', `/task-graph/${taskGraphId}/explain`);
+/** The `tgs` CLI as a user runs it, with root credentials from the environment. */
+async function tgs(...args: string[]): Promise<string> {
+  const env = { ...process.env, TGS_ROOT_URL: stack.api.rootUrl, TGS_CLIENT_ID: stack.api.root.clientId, TGS_ACCESS_TOKEN: stack.api.root.accessToken };
+  return (await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', ...args], { env })).stdout;
+}
 const stateOf = async (taskId: string) => (await stack.root.request<{ status: { state: string } }>('queue', 'GET', `/task/${taskId}/status`)).status.state;
 
 test('a queue nobody claims from is no-workers at once; its dependent waits on it; a busy worker is workers-busy with a position, never no-workers', async () => {
@@ -108,6 +115,13 @@ test('a task failed for good: its descendants explain dependency-failed, the gra
   assert.deepEqual(graph.rootCauses.map((c) => [c.kind, c.label, c.count, c.action]), [['dependency-failed', 'build', 6, 'rerun build']]);
   assert.equal(graph.unresolved, 6);
   assert.match(graph.summary, /6 task\(s\) wait on failed task build/);
+  // as a person sees it: `tgs graph why`, `tgs task why`
+  const graphWhy = await tgs('graph', 'why', g.taskGraphId);
+  assert.match(graphWhy, /6 task\(s\) unresolved: 6 task\(s\) wait on failed task build/);
+  assert.match(graphWhy, /\s6  dependency-failed build\n\s+→ rerun build/);
+  const taskWhy = await tgs('task', 'why', g.id('test-3'));
+  assert.match(taskWhy, /unscheduled: will not run: 1 of 1 dependencies failed for good \(build\); rerun build/);
+  assert.match(taskWhy, /dependency-failed: build \(failed\)\n\s+→ rerun build/);
   // the same from Temporal's side: the workflow's explain query
   const model = await stack.client.workflow.getHandle(workflowIdFor(g.taskGraphId)).query(explainQuery, {});
   assert.deepEqual(model.causes.map((c) => [c.kind, c.label, c.count]), [['failed', 'build', 6]]);

@@ -6,6 +6,7 @@ import { GraphNotFinishedError, TgsClient, type GraphInfo, type GraphTask, type 
 import { LIVE_LOG } from '../../queue/liveLogName.js';
 import { defaultOwner, readGraphFile, withTaskDefaults } from '../graphFile.js';
 import { countsLine, elapsed, Progress } from '../progress.js';
+import { printGraphExplanation } from '../explanation.js';
 import { withClient } from '../withClient.js';
 
 /** Prints why the graph did not finish: the blocking tasks, their run's reason and the tail of their log. */
@@ -151,6 +152,17 @@ export function registerGraphCommand(program: Command): void {
         printInfo(info, c.graphUrl(taskGraphId));
         for (const t of await c.blockingTasks(taskGraphId, info)) console.log(`  ${t.label} (${t.taskId}) ${t.state}`);
       });
+    });
+
+  graph
+    .command('why <taskGraphId>')
+    .description('why the graph has not finished: the root causes of its unresolved tasks, most explaining first')
+    .option('--json', 'print the API answer as JSON')
+    .option('--limit <n>', 'root causes to show (at most 999)', '20')
+    .action(async (taskGraphId: string, opts: { json?: boolean; limit: string }) => {
+      const explanation = await withClient(resolveCredentials(), (c) => c.explainGraph(taskGraphId, Number(opts.limit)));
+      if (opts.json) console.log(JSON.stringify(explanation, null, 2));
+      else printGraphExplanation(explanation);
     });
 
   graph

@@ -6,6 +6,7 @@ import type { TaskRun, TaskStatus, TgsClient } from '../../client/tgsClient.js';
 import { LIVE_LOG } from '../../queue/liveLogName.js';
 import { isResolved } from '../../taskStates.js';
 import { withClient } from '../withClient.js';
+import { printTaskExplanation } from '../explanation.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -105,6 +106,16 @@ export function registerTaskCommand(program: Command): void {
       const status = await withClient(resolveCredentials(), (c) => c.taskStatus(taskId));
       if (opts.json) console.log(JSON.stringify(status, null, 2));
       else printStatus(status);
+    });
+
+  task
+    .command('why <taskId>')
+    .description('why the task is not running (yet): each blocker and the action that clears it')
+    .option('--json', 'print the API answer as JSON')
+    .action(async (taskId: string, opts: { json?: boolean }) => {
+      const explanation = await withClient(resolveCredentials(), (c) => c.explainTask(taskId));
+      if (opts.json) console.log(JSON.stringify(explanation, null, 2));
+      else printTaskExplanation(explanation);
     });
 
   task
