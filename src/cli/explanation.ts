@@ -19,7 +19,7 @@ function blockerLine(b: Blocker): string {
 
 /** `tgs task why`: the summary, then each blocker with its action. */
 export function printTaskExplanation(e: TaskExplanation): void {
-  console.log(`${e.taskId} ${e.state}: ${e.summary}`);
+  console.log(`${e.taskId}: ${e.summary}`);
   for (const b of e.blockers) console.log(blockerLine(b));
 }
 
