@@ -64,6 +64,8 @@ export interface Config {
   maxConcurrentGraphNodes: number;
   /** Per API process: scheduler reads whose cost grows with a graph's size (inspect, info, the graph list) in flight. */
   maxConcurrentGraphReads: number;
+  /** How long a pending task waits on a queue with no workers before it is announced on `task-stalled` (src/queue/stalls.ts). */
+  stallAfterMs: number;
   maxConcurrentGraphSubmits: number;
   /** Per-process cap on artifact reads and downloads in flight; beyond it 429. */
   maxConcurrentArtifactRequests: number;
@@ -170,6 +172,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxConcurrentGraphChanges: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_CHANGES', 64),
     maxConcurrentGraphNodes: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_NODES', 4),
     maxConcurrentGraphReads: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_READS', 4),
+    stallAfterMs: intFromEnv(env, 'TGS_STALL_AFTER_MS', 600_000),
     maxConcurrentGraphSubmits: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_SUBMITS', 4),
     maxConcurrentArtifactRequests: intFromEnv(env, 'TGS_MAX_CONCURRENT_ARTIFACT_REQUESTS', 8),
     ...overrides,

@@ -18,6 +18,7 @@ import type { ApiDeps } from './deps.js';
 import type { Endpoint } from './endpoint.js';
 import { LazyTemporalClient } from '../temporal/connection.js';
 import { ClaimWaiter } from '../queue/claimWaiter.js';
+import { stallSweep } from '../queue/stalls.js';
 import { startSweeps } from '../queue/sweeps.js';
 import { startMissingWorkflows } from '../scheduler/missingWorkflows.js';
 import { GroupAnnouncer } from '../queue/groupAnnouncer.js';
@@ -68,6 +69,7 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
   const sweeps = startSweeps(pool, config, logLine, [
     ['missing workflows', () => startMissingWorkflows(pool, config, temporal)],
     ['index expiry', () => expireIndex(pool)],
+    ['stalled tasks', stallSweep(pool, config)],
     ['hook schedules', hookScheduleSweep(pool, config, temporal, infoLine ?? logLine)],
   ]);
   const app = createApiServer(deps, apiEndpoints, options);

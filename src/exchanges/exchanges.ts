@@ -27,9 +27,10 @@ export type SchedulerExchange = (typeof schedulerExchanges)[number];
 /**
  * tgs' own exchanges, between its processes, not part of the Taskcluster surface (docs/formats.md § tgs
  * exchanges). `dependent-task-defined`: a task created through createTask with dependencies, which its group's
- * workflow has to take in as a node; the bridge consumes it instead of every task-defined message.
+ * workflow has to take in as a node; the bridge consumes it instead of every task-defined message. `task-stalled`: a
+ * pending task has waited past TGS_STALL_AFTER_MS on a queue with no workers (src/queue/stalls.ts), for alerting.
  */
-export const tgsExchanges = ['dependent-task-defined'] as const;
+export const tgsExchanges = ['dependent-task-defined', 'task-stalled'] as const;
 export type TgsExchange = (typeof tgsExchanges)[number];
 
 export function tgsExchangeName(prefix: string, exchange: TgsExchange): string {

@@ -116,6 +116,22 @@ new client.Gauge({
 });
 
 new client.Gauge({
+  name: 'tgs_stalled_tasks',
+  help: 'Pending tasks announced as stalled (waiting past TGS_STALL_AFTER_MS on a queue with no workers) by task queue; read from Postgres at scrape time',
+  labelNames: ['taskQueueId', 'kind'] as const,
+  registers: [registry],
+  async collect() {
+    this.reset();
+    for (const pool of queuePools.values()) {
+      const result = await timed('stalled tasks', pool.query<{ task_queue_id: string; kind: string; n: string }>(
+        'SELECT task_queue_id, kind, count(*) AS n FROM task_stalls GROUP BY 1, 2',
+      ));
+      for (const row of result?.rows ?? []) this.inc({ taskQueueId: row.task_queue_id, kind: row.kind }, Number(row.n));
+    }
+  },
+});
+
+new client.Gauge({
   name: 'tgs_task_graphs',
   help: 'Task graphs by state (running, blocked, finished, canceled); read from Postgres at scrape time',
   labelNames: ['state'] as const,

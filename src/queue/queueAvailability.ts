@@ -1,8 +1,9 @@
 import type { Queryable } from '../db/pool.js';
 
 /**
- * Whether a task queue has workers, from what the queue itself recorded: the last claimWork on it (task_queues,
- * written by the WorkerRecorder within 2 s of a call), the workers seen and their quarantine, the runs it holds
+ * Whether a task queue has workers, from what the queue itself recorded: the last claimWork on it (its workers'
+ * lastDateActive, which only claimWork sets, written by the WorkerRecorder within 2 s of a call; not the task
+ * queue's, which createTask sets too), the workers seen and their quarantine, the runs it holds
  * claimed now, and when its recent runs started. Never from poller presence alone: a worker busy with long tasks
  * does not call claimWork, yet it is there (the confusion behind false "no workers" alarms elsewhere).
  */
@@ -36,7 +37,7 @@ export async function queueAvailability(db: Queryable, taskQueueId: string, now:
     quarantined: number;
     starts: string[] | null;
   }>(
-    `SELECT (SELECT last_date_active FROM task_queues WHERE task_queue_id = $1) AS last_claim,
+    `SELECT (SELECT max(last_date_active) FROM workers WHERE task_queue_id = $1) AS last_claim,
             (SELECT count(DISTINCT t.task_id)::int
                FROM workers w, jsonb_array_elements(w.recent_tasks) r JOIN tasks t ON t.task_id = r ->> 'taskId'
               WHERE w.task_queue_id = $1 AND w.expires > $2 AND t.state = 'running' AND t.taken_until > $2

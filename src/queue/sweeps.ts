@@ -90,25 +90,26 @@ export async function deleteExpired(pool: pg.Pool): Promise<number> {
 export type ExtraSweep = readonly [name: string, run: () => Promise<number>];
 
 /**
- * Runs every sweep every interval until stopped; a failing sweep is tried again next time, and logged when it
- * starts failing and when it works again (a database outage is two lines, not one per sweep and interval).
+ * Runs every sweep every interval until stopped, each on its own timer: a sweep that waits long (one talking to a
+ * Temporal that does not answer) delays only itself, never claim expiry or deadlines. A failing sweep is tried again
+ * next time, and logged when it starts failing and when it works again (a database outage is two lines, not one per
+ * sweep and interval).
  */
 export function startSweeps(pool: pg.Pool, config: Config, log: (line: string) => void = (l) => console.error(l), extra: ExtraSweep[] = []) {
   let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> | undefined;
-  const outages = new Map<string, OutageLog>();
-  const tick = async () => {
-    for (const [name, fn] of [
-      ['claim expiry', () => expireClaims(pool, config)],
-      ['deadlines', () => resolveDeadlines(pool, config)],
-      ['expiry', () => deleteExpired(pool)],
-      ['task-group-resolved', () => announceResolvedGroups(pool, config)],
-      ['client expiry', () => deleteExpiredClients(pool)],
-      ...extra,
-    ] as const) {
-      const outage = outages.get(name) ?? new OutageLog(log, `sweep ${name}`);
-      outages.set(name, outage);
+  const sweeps: ExtraSweep[] = [
+    ['claim expiry', () => expireClaims(pool, config)],
+    ['deadlines', () => resolveDeadlines(pool, config)],
+    ['expiry', () => deleteExpired(pool)],
+    ['task-group-resolved', () => announceResolvedGroups(pool, config)],
+    ['client expiry', () => deleteExpiredClients(pool)],
+    ...extra,
+  ];
+  const timers = new Set<NodeJS.Timeout>();
+  const running = new Set<Promise<void>>();
+  for (const [name, fn] of sweeps) {
+    const outage = new OutageLog(log, `sweep ${name}`);
+    const once = async () => {
       try {
         // drain: a full batch means there may be more
         while (!stopped && (await fn()) >= BATCH);
@@ -116,20 +117,26 @@ export function startSweeps(pool: pg.Pool, config: Config, log: (line: string) =
       } catch (err) {
         if (!stopped) outage.failed(err, `tried again every ${config.sweepIntervalMs} ms`);
       }
-    }
-  };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = tick().finally(schedule);
-    }, config.sweepIntervalMs);
-  };
-  schedule();
+    };
+    const schedule = () => {
+      if (stopped) return;
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        const run = once().finally(() => {
+          running.delete(run);
+          schedule();
+        });
+        running.add(run);
+      }, config.sweepIntervalMs);
+      timers.add(timer);
+    };
+    schedule();
+  }
   return {
     async stop() {
       stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
+      for (const timer of timers) clearTimeout(timer);
+      await Promise.all([...running]);
     },
   };
 }
