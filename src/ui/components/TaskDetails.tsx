@@ -6,6 +6,7 @@ import { LIVE_LOG } from '../../queue/liveLogName';
 import type { RunOf } from '../../queue/run';
 import { duration, timestamp } from './format';
 import { TableHead } from './TableHead';
+import { TaskWhy } from './Why';
 
 export type Run = RunOf<string>;
 
@@ -168,8 +169,10 @@ export function LogTail({ taskId, live, refresh }: { taskId: string; live: boole
  */
 export function RunSections(props: { taskId: string; status?: TaskStatus; live: boolean; refresh: string; heading: 'h2' | 'h3' }) {
   const { taskId, status, live, refresh, heading: Heading } = props;
+  const waiting = status?.state === 'unscheduled' || status?.state === 'pending';
   return (
     <>
+      {waiting && <TaskWhy taskId={taskId} refresh={refresh} heading={Heading} />}
       <section>
         <Heading>Runs</Heading>
         {status ? <RunsTable runs={status.runs} /> : <p class="muted">Loading…</p>}

@@ -1,6 +1,7 @@
 // /ui/task-graph/<taskGraphId>: header with counts, the drawing (WebGL), search, legend, the task table, and the
 // side panel of the selected node. Everything updates live from the changes feed.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { GraphWhy } from '../components/Why';
 import { ActionResult, ConfirmButton, useAction } from '../components/Actions';
 import { ago } from '../components/format';
 import { TaskPanel } from '../components/TaskPanel';
@@ -159,6 +160,7 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
             {' '}— holding back <b class="held-back-count">{store.heldBack}</b> task{store.heldBack === 1 ? '' : 's'}.
           </p>
         )}
+        <GraphWhy taskGraphId={taskGraphId} refresh={`${state}/${blocking.join(',')}`} enabled={state === 'blocked'} />
         {store.error && (
           <p class="error" role="alert">
             {store.error}
