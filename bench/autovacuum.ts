@@ -4,7 +4,7 @@ import type pg from 'pg';
  * The bench runs with autovacuum on, as a deployment does (docs/deployments.md), whatever the server was set to:
  * a Postgres whose configuration turns it off (this machine's image does) would otherwise measure a queue that is
  * never vacuumed during a scenario, and plans that are never remade from fresh statistics. Both were measured on a
- * 100,000-task graph (docs/benchmarks.md): with autovacuum off the claim walked 661 buffers of dead index entries a
+ * 100,000-task graph (docs/bench-journal/2026-11-26.md): with autovacuum off the claim walked 661 buffers of dead index entries a
  * call, and a plan of the bridge's that only autovacuum's analyze brought about (0.7 s a call) went unseen.
  *
  * Turned on for the run with ALTER SYSTEM (a superuser's), and the server's own setting put back when `restore` is

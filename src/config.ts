@@ -1,4 +1,4 @@
-/** All configuration comes from the environment; every variable is documented in README.md. */
+/** All configuration comes from the environment; every variable is documented in docs/configuration.md. */
 export interface Config {
   /** Postgres URL, or `pglite:///<dir>` for the embedded database (src/db/pglite.ts; what `tgs dev` uses without DATABASE_URL). */
   databaseUrl: string;

@@ -134,7 +134,7 @@ export function jsonProblems(value: unknown, root = 'body'): string[] {
  * is a bug here, not a client's mistake, so it throws a plain Error (a 500 where it reaches a request). No
  * storability walk: everything in such a value came from input that passed validateInput or from stored rows;
  * the walk was 5 % of the relay's CPU over a 10,000-task graph, and a task message costs 1.3 µs to build without
- * it, 3.1 with it (docs/benchmarks.md).
+ * it, 3.1 with it (docs/bench-journal/2026-11-27.md).
  */
 export function assertMatches<T>(schema: JsonSchema, value: unknown, what: string): T {
   const validate = compile(schema);

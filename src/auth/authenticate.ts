@@ -318,7 +318,7 @@ export function createAuthenticator(store: ClientStore, options: AuthenticatorOp
     }
     // Expansion is a closure (expanding its result again adds nothing; test/auth/roles.test.ts), so only
     // authorizedScopes, a subset the request picks, needs a second one. Expanding a run's credentials again was
-    // ~9 µs of CPU a report on an idle core, 8-20 µs in the API's profile under load (docs/benchmarks.md).
+    // ~9 µs of CPU a report on an idle core, 8-20 µs in the API's profile under load (docs/bench-journal/2026-11-27.md).
     const expanded = await expand(resolved.scopes);
     const scopes = ext.authorizedScopes === undefined ? expanded : await expand(applyAuthorizedScopes(expanded, ext));
     // Only a certificate whose request also passed Hawk's MAC check is kept: a holder of its access token.

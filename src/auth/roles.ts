@@ -120,7 +120,7 @@ export function validateRoles(roles: readonly Role[]): void {
 /**
  * An expansion of scope sets over one set of roles, with a cache of the `assume` parts already seen and of the
  * expansions of scope sets that assume something (a client's scopes with `assume:anonymous`, expanded on every
- * request it signs: 0.7 µs from the cache where normalizing them again took 2.1, docs/benchmarks.md).
+ * request it signs: 0.7 µs from the cache where normalizing them again took 2.1, docs/bench-journal/2026-11-27.md).
  */
 export class ScopeExpander {
   private readonly cache = new Map<string, string[]>();

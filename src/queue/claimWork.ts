@@ -27,7 +27,7 @@ export const MAX_CLAIM_COUNT = 32;
  * claimers run at once without blocking on or double-claiming a task), mark the latest run running, and
  * write each claimed row's task-running message to the outbox for the relay to render. The same work as
  * BEGIN / SELECT FOR UPDATE / UPDATE / INSERT / COMMIT took five round trips; Postgres CPU per round trip
- * is what bounds claim+complete throughput here (docs/benchmarks.md).
+ * is what bounds claim+complete throughput here (docs/bench-journal/2026-11-23.md).
  *
  * The count is written into the text, one named statement per count, so that Postgres keeps one generic plan for
  * it: with `LIMIT $n` the generic plan assumed a tenth of the pending rows and a hash join over every task, so every

@@ -85,7 +85,7 @@ const insertChunkSql = (alongside?: string) => `WITH inserted AS (
  * One statement rather than one for each table: the graph intake prepares its next chunk meanwhile, and each of four
  * statements waited for its event loop to send the next. Over a 100,000-task submit, Postgres' backend was idle in the
  * transaction in 38 % of the samples of its state with four, 18 % with one, and the submit took 19.4-23.6 s against
- * 13.9-19.8 (bench/submitMemory.ts alternated, a 2-vCPU Xeon, 2026-11-26; docs/benchmarks.md).
+ * 13.9-19.8 (bench/submitMemory.ts alternated, a 2-vCPU Xeon, 2026-11-26; docs/bench-journal/2026-11-26.md).
  */
 export async function insertNewTasks(
   client: pg.PoolClient,

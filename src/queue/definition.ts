@@ -74,7 +74,7 @@ const ONE_YEAR = 365 * 24 * 60 * 60 * 1000;
 /**
  * A date of a definition as read (ms since the epoch, NaN when Date cannot read it) and as stored (ISO), by its
  * text: a graph's tasks mostly share their created, deadline and expires, and parsing and formatting them for
- * each task again took 1.4 µs of the 19.3 µs a graph's node cost to prepare (medians, docs/benchmarks.md).
+ * each task again took 1.4 µs of the 19.3 µs a graph's node cost to prepare (medians, docs/bench-journal/2026-11-27.md).
  * Bounded: cleared when full.
  */
 const dates = new Map<string, { ms: number; iso: string | undefined }>();

@@ -137,7 +137,7 @@ interface QueuedReport {
  * Single reports made at once share one statement (RESOLVE_MANY_SQL): while REPORT_LANES of them are in flight on a
  * pool, the reports that arrive wait and go together when one returns. A report alone still goes at once. With 16
  * workers claiming up to 8 tasks a call, claim + complete went from 322-330 to 472-534 tasks/s and Postgres' CPU a task
- * from 1.63 to 0.84-0.89 ms (docs/benchmarks.md, the afternoon of 2026-11-26). Two lanes, not one: a statement waiting
+ * from 1.63 to 0.84-0.89 ms (docs/bench-journal/2026-11-26.md § Afternoon of 2026-11-26). Two lanes, not one: a statement waiting
  * on a row lock (up to Postgres' 1 s deadlock_timeout when it ends in a deadlock) then holds half the reports, not all;
  * two measured within the runs' spread of one (481 tasks/s at 3.77 ms a task, against 472-534 at 3.45-3.60 with one).
  */

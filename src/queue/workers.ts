@@ -78,7 +78,7 @@ export async function deleteExpired(db: Queryable): Promise<void> {
 /**
  * Records the workers and task queues claimWork sees, off the claim's path.
  *
- * claimWork is the queue's hot path (a claim is one statement, docs/benchmarks.md), so a claim only notes
+ * claimWork is the queue's hot path (a claim is one statement, docs/bench-journal/2026-11-23.md), so a claim only notes
  * the sighting in memory (a Map update, no I/O); every `flushMs` (2 s) one statement writes all sightings
  * of the interval — at most one upsert per worker per 2 s per process, whatever the claim rate, and none
  * while nobody claims. Measured on the development machine (Postgres on 127.0.0.1, 2 cores shared with seven

@@ -228,7 +228,7 @@ export async function setUpNodesRead(client: pg.PoolClient, nodeCount: number): 
  *
  * Postgres encodes the nodes (ENCODED_NODES_SQL): one row of ten strings instead of a row per node, which
  * node-pg turned into an object each — on the 100,000-task graph opened right after its submit, those rows took
- * the API 2 s while the scheduler worker and the relay were busy with the same graph (docs/benchmarks.md).
+ * the API 2 s while the scheduler worker and the relay were busy with the same graph (docs/bench-journal/2026-11-24.md).
  */
 export async function readNodes(pool: pg.Pool, taskGraphId: string, fromIdx: number): Promise<{ graph: GraphSnapshotRow; nodes: EncodedNodes }> {
   // One REPEATABLE READ transaction: the graph row, the nodes, their states and the cursor share one snapshot.

@@ -71,7 +71,7 @@ export const GRAPH_MEMBERS_SQL = `SELECT task_id FROM graph_nodes WHERE task_id 
  * through (task_graph_id, task_id) with the taskIds as a filter. It planned that way with autovacuum on, once
  * `graph_nodes` had been vacuumed after a 100,000-task graph was stored but not yet analyzed: each flush of the
  * bridge tested all 100,000 nodes against its taskIds (0.7 s a call, against 0.8 ms by taskId), and the graph ran
- * at 501 tasks/s instead of 750 (docs/benchmarks.md).
+ * at 501 tasks/s instead of 750 (docs/bench-journal/2026-11-26.md).
  */
 export const GRAPHS_HEARING_SQL = `SELECT n.task_graph_id, n.task_id, g.origin FROM graph_nodes n JOIN task_graphs g ON g.task_graph_id = n.task_graph_id || ''
   WHERE n.task_id = ${anyOf('$1', 'text')} AND (g.state IN ('running', 'blocked') OR g.origin = 'queue')`;

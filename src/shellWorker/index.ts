@@ -78,7 +78,7 @@ function defaultWorkerId(): string {
   return `${host.slice(0, 38 - pid.length)}${pid}`;
 }
 
-/** Claims tasks of one worker pool and runs them as shell commands (README "tgs shell-worker"). */
+/** Claims tasks of one worker pool and runs them as shell commands (docs/api.md § The CLI, the shell worker and the client library). */
 export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
   const workerGroup = options.workerGroup ?? 'tgs-shell';
   const workerId = options.workerId ?? defaultWorkerId();

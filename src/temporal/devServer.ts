@@ -149,7 +149,7 @@ export const DEFAULT_DYNAMIC_CONFIG: Record<string, string | number | boolean> =
   // workflow or activity task to matching) at most 20 times a second by default. Past that burst, a signal to an
   // idle workflow waited 20-28 ms for its workflow task here: a dependency hop took 44 ms p50 instead of 24, and
   // the bare signal → activity floor 50 ms instead of 10-12. Production clusters spread graphs over hundreds of
-  // shards; one shard needs the higher rate. The 10,000-task graph's CPU per task did not move (docs/benchmarks.md).
+  // shards; one shard needs the higher rate. The 10,000-task graph's CPU per task did not move (docs/bench-journal/2026-11-24.md).
   'history.transferProcessorMaxPollRPS': 1000,
 };
 

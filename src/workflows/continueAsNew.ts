@@ -9,7 +9,7 @@ const MAX_HISTORY_BYTES = 32 * 1024 * 1024;
  * forever without dispatching anything (seen with 100,000 tasks: ~7 MB of history after loading), and each new run
  * reloads the whole structure, so a reload never costs more than the work between two. With a quarter of the
  * loaded bytes as the bar, the bench's 100,000-task graph continued as new 6 times (8.6 MB runs); with all of it,
- * once (13.5 MB), and finished in 131-144 s instead of 138-153 s (docs/benchmarks.md).
+ * once (13.5 MB), and finished in 131-144 s instead of 138-153 s (docs/bench-journal/2026-11-25.md).
  */
 export function shouldContinueAsNew(
   info: { historyLength: number; historySize: number; continueAsNewSuggested: boolean },

@@ -50,7 +50,7 @@ const NODE_PAGE = 5_000;
 
 /**
  * The Temporal SDK's promise hook records a stack trace for every promise workflow code creates: 60 µs a promise on
- * the 100,000-task graph, ~36 promises an activation (docs/benchmarks.md). Runs with this patch await a step of the
+ * the 100,000-task graph, ~36 promises an activation (docs/bench-journal/2026-11-26.md). Runs with this patch await a step of the
  * loop only when it has work, and continue as new only when quiet (quietEnoughToContinue); runs started before it
  * replay the way they were recorded (the commands of a workflow task, and when the run continues, depend on both).
  */
@@ -442,7 +442,7 @@ export class GraphRun {
    * it first could, whichever comes first. The workflow task that continues as new fails when a signal arrives while
    * it runs, and the next one replays the whole run: on the 300,000-task graph 13-21 s for 33 MB of history, over the
    * 10 s workflow task timeout, so it failed again until the resolutions stopped (the graph stood still 20-111 s at each
-   * continue-as-new, docs/benchmarks.md). Dispatch has stopped by then, so the live tasks are the last to resolve; the
+   * continue-as-new, docs/bench-journal/2026-11-26.md). Dispatch has stopped by then, so the live tasks are the last to resolve; the
    * bound keeps a long task from holding back the rest of the graph.
    */
   private quietEnoughToContinue(): boolean {

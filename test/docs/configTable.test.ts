@@ -4,16 +4,16 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../src/config.js';
 
-// README's configuration table and src/config.ts cannot drift: every variable config.ts reads has a row, and
+// docs/configuration.md's table of environment variables and src/config.ts cannot drift: every variable config.ts reads has a row, and
 // every row names a variable config.ts reads.
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
-/** The variables named in the first column of README's `## Configuration` table. */
-function readmeVariables(): string[] {
-  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('\n## Configuration\n');
-  assert.ok(start >= 0, 'README has a "## Configuration" section');
-  const lines = readme.slice(start).split('\n');
+/** The variables named in the first column of docs/configuration.md's `## Environment variables` table. */
+function documentedVariables(): string[] {
+  const doc = readFileSync(path.join(ROOT, 'docs/configuration.md'), 'utf8');
+  const start = doc.indexOf('\n## Environment variables\n');
+  assert.ok(start >= 0, 'docs/configuration.md has a "## Environment variables" section');
+  const lines = doc.slice(start).split('\n');
   const first = lines.findIndex((l) => l.startsWith('|'));
   const end = lines.findIndex((l, i) => i > first && !l.startsWith('|'));
   // the header row and the |---| row name no variable
@@ -29,12 +29,12 @@ function configVariables(): string[] {
   return [...new Set(names)].sort();
 }
 
-test('README lists exactly the environment variables src/config.ts reads', () => {
-  const readme = readmeVariables();
+test('docs/configuration.md lists exactly the environment variables src/config.ts reads', () => {
+  const documented = documentedVariables();
   const config = configVariables();
-  assert.ok(config.length > 20 && readme.length > 20, `both lists found (${config.length} in config.ts, ${readme.length} in README)`);
-  assert.deepEqual(config.filter((v) => !readme.includes(v)), [], 'read by src/config.ts but missing from README § Configuration');
-  assert.deepEqual(readme.filter((v) => !config.includes(v)), [], 'in README § Configuration but not read by src/config.ts');
+  assert.ok(config.length > 20 && documented.length > 20, `both lists found (${config.length} in config.ts, ${documented.length} in docs/configuration.md)`);
+  assert.deepEqual(config.filter((v) => !documented.includes(v)), [], 'read by src/config.ts but missing from docs/configuration.md § Environment variables');
+  assert.deepEqual(documented.filter((v) => !config.includes(v)), [], 'in docs/configuration.md § Environment variables but not read by src/config.ts');
 });
 
 test('the scan of src/config.ts sees what it reads: a variable it finds changes the configuration', () => {

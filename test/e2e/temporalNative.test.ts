@@ -17,7 +17,7 @@ import { createClient } from '../../src/auth/clients.js';
 import { ApiClient, TgsApiError } from '../../src/client/http.js';
 import { cancelSignal, INVALID_TASK_GRAPH, rerunSignal, SEARCH_ATTRIBUTES, statusQuery, tasksDefinedSignal, WORKFLOW_TYPE } from '../../src/workflows/contract.js';
 
-// The Temporal-native contract (README "The Temporal workflow contract"), driven with the stock `temporal` CLI against a dev server
+// The Temporal-native contract (docs/temporal.md), driven with the stock `temporal` CLI against a dev server
 // that starts WITHOUT tgs's search attributes: the worker must register them itself.
 const run = promisify(execFile);
 let stack: Stack;

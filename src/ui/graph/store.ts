@@ -56,7 +56,7 @@ export class GraphStore {
     this.worker.onmessage = (event: MessageEvent<WorkerResponse>) => this.onWorker(event.data);
     this.worker.onerror = (event) => this.fail(`the layout worker failed: ${event.message}`);
     // Fetched here, not in the worker: the request is on its way while the worker's script still loads
-    // (370 ms of a 2.5 s first frame at 100,000 tasks, docs/benchmarks.md).
+    // (370 ms of a 2.5 s first frame at 100,000 tasks, docs/bench-journal/2026-11-24.md).
     void this.fetchNodes('load', 0);
   }
 
