@@ -201,6 +201,12 @@ test('clicking a failed task shows its log tail; the tail follows while a task r
   await expectCounts(page, { failed: 1, running: 1, unscheduled: 1 }, 'blocked');
   // the blocking task stands out and what it holds back is counted
   assert.match((await page.textContent('.blocked-note')) ?? '', /Blocked by compile \(failed\) — holding back 1 task/);
+  // the banner names the root cause, and the waiting task says why it waits, each with a Rerun button
+  await page.waitForSelector('.root-causes li[data-kind="dependency-failed"] button[name=why-rerun]');
+  assert.match((await page.textContent('.root-causes')) ?? '', /1 task: dependency-failed compile — rerun compile/);
+  await clickNode(page, 'ship');
+  await page.waitForSelector('.task-panel .why .blockers li[data-kind="dependency-failed"]');
+  assert.match((await page.textContent('.task-panel .why')) ?? '', /compile \(failed\) — rerun compileRerun compile/);
   await clickNode(page, 'compile');
   await waitForExpression(page, `document.querySelector('.task-panel .log-tail')?.textContent.includes('error: the build broke at line 42')`, 15_000);
   const tail = (await page.textContent('.task-panel .log-tail')) ?? '';
