@@ -1,5 +1,5 @@
 // A local three-node RabbitMQ cluster beside the machine's own node (rabbit@localhost, port 5672, left alone), for
-// trying tgs on a cluster and for the tests that fail its nodes over (test/e2e/rabbitmqCluster.test.ts).
+// trying tgs on a cluster and for the tests that fail its nodes over (test/serial/rabbitmqCluster.test.ts).
 //
 //   node --import tsx scripts/rabbitmqCluster.ts start    # forms it (about 40 s), prints AMQP_URL
 //   node --import tsx scripts/rabbitmqCluster.ts status   # which nodes run, which are joined

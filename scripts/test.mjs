@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The whole test suite: sets up what it needs (scripts/testSetup.mjs), typechecks, lints, then runs every
 // test/**/*.test.ts with node's test runner — each file in its own `node --test` process, TGS_TEST_CONCURRENCY
-// (3) at a time, and the files under test/serial/ (they restart RabbitMQ or Postgres, which every other file uses)
+// (3) at a time, and the files under test/serial/ (they restart RabbitMQ or Postgres, which every other file uses, or
+// run clusters that take a third of Postgres's 100 connections)
 // one at a time after all the others. Fails on a failing, skipped or todo test.
 //
 // Nothing can hang it: a file still running after TGS_TEST_FILE_TIMEOUT_S (900 s; the slowest file takes about
