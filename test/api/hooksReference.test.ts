@@ -1,6 +1,5 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 // The official client, unmodified, and the Hooks reference it ships: a client version with a new entry makes this fail.
 import taskcluster from 'taskcluster-client';
 import { NOT_SERVED } from '../../src/api/notServed.js';
@@ -10,15 +9,9 @@ import { scheduleIdFor } from '../../src/hooks/schedules.js';
 import type { DevServer } from '../../src/temporal/devServer.js';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { startTestTemporal } from '../../support/temporal.js';
+import { assertReferenceServed, recording, referenceEntries, type Client } from '../helpers/taskclusterReference.js';
 
-interface Entry {
-  type: string;
-  name: string;
-  method: string;
-  route: string;
-}
-const apis = createRequire(import.meta.url)('taskcluster-client/src/apis.js') as Record<'Hooks', { reference: { entries: Entry[] } }>;
-const reference = apis.Hooks.reference.entries.filter((e) => e.type === 'function');
+const reference = referenceEntries('Hooks');
 
 let t: TestApi;
 let temporal: DevServer;
@@ -31,34 +24,15 @@ after(async () => {
   await temporal?.stop();
 });
 
-type Client = Record<string, (...args: unknown[]) => Promise<any>>;
 type ClientError = Error & { statusCode?: number; code?: string };
 
 test('every entry of the Hooks reference is served with its route and method, or listed in NOT_SERVED', () => {
-  const names = new Set(reference.map((e) => e.name));
-  for (const name of Object.keys(NOT_SERVED.Hooks)) assert.ok(names.has(name), `NOT_SERVED.Hooks.${name} is not in taskcluster-client's reference any more: drop it`);
-  for (const entry of reference) {
-    if (entry.name in NOT_SERVED.Hooks) continue;
-    const endpoint = hooksEndpoints.find((e) => e.name === entry.name);
-    assert.ok(endpoint, `taskcluster-client's Hooks reference has ${entry.name} (${entry.method} ${entry.route}): serve it or list it in NOT_SERVED (src/api/notServed.ts) with the reason`);
-    assert.equal(`${endpoint.method} ${endpoint.route}`, `${entry.method} ${entry.route}`, `Hooks.${entry.name}`);
-  }
+  assertReferenceServed('Hooks', hooksEndpoints);
 });
 
 test('every Hooks entry answers through the official client with Taskcluster\'s semantics', async () => {
   const exercised = new Set<string>();
-  const record = (client: Client): Client =>
-    new Proxy(client, {
-      get(target, name: string) {
-        const method = target[name];
-        if (typeof method !== 'function') return method;
-        return async (...args: unknown[]) => {
-          const result = await method.apply(target, args);
-          exercised.add(name);
-          return result;
-        };
-      },
-    });
+  const record = (client: Client): Client => recording(client, exercised);
   const options = { rootUrl: t.rootUrl, retries: 0 };
   const hooks = record(new taskcluster.Hooks({ ...options, credentials: t.root }) as unknown as Client);
   const anonymousHooks = record(new taskcluster.Hooks(options) as unknown as Client);

@@ -1,6 +1,5 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import slugid from 'slugid';
 // The official client, unmodified, and the Index reference it ships: a client version with a new entry makes this fail.
 import taskcluster from 'taskcluster-client';
@@ -10,18 +9,9 @@ import type { DevServer } from '../../src/temporal/devServer.js';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { startTestTemporal } from '../../support/temporal.js';
 import { fastTask } from '../../support/graphs.js';
+import { assertReferenceServed, recording, referenceEntries, refusedWith, type Client } from '../helpers/taskclusterReference.js';
 
-interface Entry {
-  type: string;
-  name: string;
-  method: string;
-  route: string;
-  args: string[];
-  input?: string;
-  query?: string[];
-}
-const apis = createRequire(import.meta.url)('taskcluster-client/src/apis.js') as Record<'Index', { reference: { entries: Entry[] } }>;
-const reference = apis.Index.reference.entries.filter((e) => e.type === 'function');
+const reference = referenceEntries('Index');
 
 let t: TestApi;
 let temporal: DevServer;
@@ -34,45 +24,16 @@ after(async () => {
   await temporal?.stop();
 });
 
-type Client = Record<string, (...args: unknown[]) => Promise<any>>;
-const routeKey = (method: string, route: string) => `${method.toLowerCase()} ${route.replace(/<([a-zA-Z]+)\*>/g, '<$1>')}`;
 
 test('every entry of the Index reference is served with its route, method and scopes, or listed in NOT_SERVED', () => {
-  const names = new Set(reference.map((e) => e.name));
-  for (const name of Object.keys(NOT_SERVED.Index)) assert.ok(names.has(name), `NOT_SERVED.Index.${name} is not in taskcluster-client's reference any more: drop it`);
-  for (const entry of reference as (Entry & { scopes?: unknown })[]) {
-    if (entry.name in NOT_SERVED.Index) continue;
-    const endpoint = indexEndpoints.find((e) => e.name === entry.name);
-    assert.ok(endpoint, `taskcluster-client's Index reference has ${entry.name} (${entry.method} ${entry.route}): serve it or list it in NOT_SERVED (src/api/notServed.ts) with the reason`);
-    const routes = [endpoint.route, ...(endpoint.aliases ?? [])].map((r) => routeKey(endpoint.method, r));
-    assert.ok(routes.includes(routeKey(entry.method, entry.route)), `Index.${entry.name}: tgs serves ${routes.join(', ')}, the client calls ${entry.method} ${entry.route}`);
-    assert.deepEqual(endpoint.scopes, entry.scopes, `Index.${entry.name}: Taskcluster's scopes`);
-  }
+  assertReferenceServed('Index', indexEndpoints, { scopes: true });
 });
 
-/** A client that records every method that answered. */
-function recording(exercised: Set<string>, credentials: unknown = t.root) {
-  const client = new taskcluster.Index({ rootUrl: t.rootUrl, credentials, retries: 0 }) as unknown as Client;
-  return new Proxy(client, {
-    get(target, name: string) {
-      const method = target[name];
-      if (typeof method !== 'function') return method;
-      return async (...args: unknown[]) => {
-        const result = await method.apply(target, args);
-        exercised.add(name);
-        return result;
-      };
-    },
-  });
-}
+/** An Index client that records every method that answered. */
+const recordingIndex = (exercised: Set<string>, credentials: unknown = t.root) =>
+  recording(new taskcluster.Index({ rootUrl: t.rootUrl, credentials, retries: 0 }) as unknown as Client, exercised);
 
-async function refused(call: Promise<unknown>, status: number, code: string) {
-  await assert.rejects(call, (err: Error & { statusCode?: number; code?: string }) => {
-    assert.equal(err.statusCode, status, err.message);
-    assert.equal(err.code, code, err.message);
-    return true;
-  });
-}
+const refused = refusedWith;
 
 /** A client of its own with exactly these scopes (made through the auth API). */
 async function clientWith(scopes: string[]) {
@@ -84,7 +45,7 @@ async function clientWith(scopes: string[]) {
 
 test('every Index entry answers through the official client as Taskcluster\'s does', async () => {
   const exercised = new Set<string>();
-  const index = recording(exercised);
+  const index = recordingIndex(exercised);
   const queue = new taskcluster.Queue({ rootUrl: t.rootUrl, credentials: t.root, retries: 0 }) as unknown as Client;
   const expires = taskcluster.fromNowJSON('1 hour');
 

@@ -1,6 +1,5 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import slugid from 'slugid';
 // The official client, unmodified, and the references it ships: a client version with a new entry makes this fail.
 import taskcluster from 'taskcluster-client';
@@ -13,18 +12,9 @@ import type { DevServer } from '../../src/temporal/devServer.js';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { startTestTemporal } from '../../support/temporal.js';
 import { fastTask } from '../../support/graphs.js';
+import { assertReferenceServed, recording as recordingClient, referenceEntries, type Client } from '../helpers/taskclusterReference.js';
 
-interface Entry {
-  type: string;
-  name: string;
-  method: string;
-  route: string;
-  args: string[];
-  input?: string;
-  query?: string[];
-}
-const apis = createRequire(import.meta.url)('taskcluster-client/src/apis.js') as Record<'Queue' | 'Auth', { reference: { entries: Entry[] } }>;
-const reference = (service: 'Queue' | 'Auth') => apis[service].reference.entries.filter((e) => e.type === 'function');
+const reference = (service: 'Queue' | 'Auth') => referenceEntries(service);
 const declared: Record<'Queue' | 'Auth', Endpoint[]> = { Queue: [...queueEndpoints, ...artifactEndpoints], Auth: authEndpoints };
 
 let t: TestApi;
@@ -38,22 +28,10 @@ after(async () => {
   await temporal?.stop();
 });
 
-type Client = Record<string, (...args: unknown[]) => Promise<any>>;
-
 /** A client that records every method that answered (or refused) the way the test expected. */
 function recording(service: 'Queue' | 'Auth', exercised: Set<string>, options: Record<string, unknown> = {}) {
   const client = new taskcluster[service]({ rootUrl: t.rootUrl, credentials: t.root, retries: 0, ...options }) as unknown as Client;
-  const calls = new Proxy(client, {
-    get(target, name: string) {
-      const method = target[name];
-      if (typeof method !== 'function') return method;
-      return async (...args: unknown[]) => {
-        const result = await method.apply(target, args);
-        exercised.add(name);
-        return result;
-      };
-    },
-  });
+  const calls = recordingClient(client, exercised);
   /** Calls a method that must refuse with this status and code (Taskcluster's answer for the case). */
   const refuses = async (name: string, status: number, code: string, ...args: unknown[]) => {
     await assert.rejects(client[name](...args), (err: Error & { statusCode?: number; code?: string }) => {
@@ -66,20 +44,9 @@ function recording(service: 'Queue' | 'Auth', exercised: Set<string>, options: R
   return { calls, refuses };
 }
 
-const routeKey = (method: string, route: string) => `${method.toLowerCase()} ${route.replace(/<([a-zA-Z]+)\*>/g, '<$1>')}`;
 
 test('every entry of the Queue and Auth references is served with its route and method, or listed in NOT_SERVED', () => {
-  for (const service of ['Queue', 'Auth'] as const) {
-    const names = new Set(reference(service).map((e) => e.name));
-    for (const name of Object.keys(NOT_SERVED[service])) assert.ok(names.has(name), `NOT_SERVED.${service}.${name} is not in taskcluster-client's reference any more: drop it`);
-    for (const entry of reference(service)) {
-      if (entry.name in NOT_SERVED[service]) continue;
-      const endpoint = declared[service].find((e) => e.name === entry.name);
-      assert.ok(endpoint, `taskcluster-client's ${service} reference has ${entry.name} (${entry.method} ${entry.route}): serve it or list it in NOT_SERVED (src/api/notServed.ts) with the reason`);
-      const routes = [endpoint.route, ...(endpoint.aliases ?? [])].map((r) => routeKey(endpoint.method, r));
-      assert.ok(routes.includes(routeKey(entry.method, entry.route)), `${service}.${entry.name}: tgs serves ${routes.join(', ')}, the client calls ${entry.method} ${entry.route}`);
-    }
-  }
+  for (const service of ['Queue', 'Auth'] as const) assertReferenceServed(service, declared[service]);
 });
 
 test('every served entry answers through the official client; every NOT_SERVED entry is refused with Taskcluster\'s error shape', async () => {
