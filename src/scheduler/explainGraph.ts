@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.js';
 import { isResolved, type TaskState } from '../taskStates.js';
 import { queueAvailability } from '../queue/queueAvailability.js';
+import { isPendingSql, isUnresolvedSql } from '../queue/taskRow.js';
 import type { ExplainQueryResult, GraphState } from '../workflows/contract.js';
 import type { GraphRow } from './graphStore.js';
 
@@ -50,12 +51,13 @@ export async function explainGraph(
   options: { now: Date; claimWorkWaitMs: number; limit: number },
 ): Promise<GraphExplanation> {
   const base = { taskGraphId: row.task_graph_id, asOf: options.now.toISOString(), workflow: model ? ('answered' as const) : ('unavailable' as const) };
-  const { rows: counts } = await db.query<{ state: TaskState; count: number }>(
-    `SELECT t.state, count(*)::int AS count FROM graph_nodes n JOIN tasks t ON t.task_id = n.task_id
-     WHERE n.task_graph_id = $1 AND n.member AND tgs_task_unresolved(t.state) GROUP BY 1`,
+  // A graph's members are its task group's tasks: an index-only count over tasks_group_unresolved (migration 019). The
+  // same count as a join of graph_nodes and tasks took most of a 300,000-task graph's 2-5 s explanation.
+  const { rows: counts } = await db.query<{ count: number }>(
+    `SELECT count(*)::int AS count FROM tasks WHERE task_group_id = $1 AND ${isUnresolvedSql()}`,
     [row.task_graph_id],
   );
-  const unresolved = counts.reduce((n, c) => n + c.count, 0);
+  const unresolved = counts[0].count;
   if (row.state === 'finished' || unresolved === 0) {
     return { ...base, state: row.state as GraphState, summary: `${row.state}: nothing to wait for`, unresolved, rootCauses: [], omittedRootCauses: 0, reconciling: false };
   }
@@ -91,9 +93,8 @@ export async function explainGraph(
   if (!model) {
     // without the model: the pending tasks by queue, from the rows alone
     const { rows } = await db.query<{ task_queue_id: string; count: number }>(
-      `SELECT t.provisioner_id || '/' || t.worker_type AS task_queue_id, count(*)::int AS count
-       FROM graph_nodes n JOIN tasks t ON t.task_id = n.task_id
-       WHERE n.task_graph_id = $1 AND n.member AND t.state = 'pending' GROUP BY 1`,
+      `SELECT provisioner_id || '/' || worker_type AS task_queue_id, count(*)::int AS count
+       FROM tasks WHERE task_group_id = $1 AND ${isPendingSql()} GROUP BY 1`,
       [row.task_graph_id],
     );
     for (const r of rows) byQueue.set(r.task_queue_id, r.count);
