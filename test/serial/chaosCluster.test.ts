@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { runChaos } from '../../bench/chaos/harness.js';
+import { renderChaosTable } from '../../bench/chaos/report.js';
 import { clusterServices, machineServices } from '../../bench/chaos/options.js';
 import { postgresVersion } from '../../bench/chaos/services.js';
 import * as rabbitmqCluster from '../../scripts/rabbitmqCluster.js';
@@ -35,6 +36,7 @@ test('chaos on the clusters, short: a SIGKILL of Temporal history and of matchin
       topology: 'cluster',
       log,
     });
+    log(`\n${renderChaosTable(result)}`);
     assert.ok(result.tasks >= 150, `${result.tasks} tasks ran`);
     for (const c of result.checks) assert.ok(c.ok, `${c.name}: ${c.failures.join('; ')}\n(logs in ${result.logDir})`);
     assert.equal(result.faults.length, 5);
