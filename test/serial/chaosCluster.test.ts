@@ -10,7 +10,8 @@ import * as rabbitmqCluster from '../../scripts/rabbitmqCluster.js';
 // The chaos suite small on the production topology: a Temporal cluster (four processes on Postgres) and a
 // three-node RabbitMQ cluster (scripts/rabbitmqCluster.ts). It stops neither the machine's Postgres nor its RabbitMQ
 // node; it runs alone (test/serial) because the RabbitMQ cluster's nodes have fixed names and ports, which
-// test/e2e/rabbitmqCluster.test.ts starts and stops too.
+// test/serial/rabbitmqCluster.test.ts starts and stops too, and a Temporal cluster takes up to 32 of Postgres' 100
+// connections.
 test('chaos on the clusters, short: a SIGKILL of Temporal history and of matching, a frontend restart, the bridge queue leader stopped and another RabbitMQ node stopped lose no graph', { timeout: 420_000 }, async () => {
   const lines: string[] = [];
   const log = (line: string) => {
