@@ -1,7 +1,7 @@
 import type { FaultName, ServiceControl } from './options.js';
 import type { Fleet } from './processes.js';
 import { ClusterTemporal, DurableTemporal } from './temporal.js';
-import { restartPostgres, restartRabbitmq } from './services.js';
+import { quorumLeader, restartPostgres, restartRabbitmq, stopRabbitmqNode } from './services.js';
 
 /** One fault as it happened. */
 export interface FaultRecord {
@@ -16,6 +16,8 @@ export interface FaultRecord {
   /** SIGTERM only: how long the API took to exit, and how */
   graceful?: { exitedAfterMs: number; code: number | null; signal: NodeJS.Signals | null };
   error?: string;
+  /** a RabbitMQ cluster fault: the node whose app was stopped */
+  node?: string;
 }
 
 export interface FaultTargets {
@@ -30,6 +32,8 @@ export interface FaultTargets {
   relaySessions: () => Promise<number>;
   /** takes API `index` (0-based) out of the workers' rotation, or puts it back */
   outOfRotation: (index: number, isOut: boolean) => void;
+  /** the run's vhost and the bridge's quorum queue in it (the RabbitMQ cluster's faults look up its leader) */
+  bridgeQueue: { vhost: string; name: string };
 }
 
 async function relaysReady(t: FaultTargets, restartedAt: number, timeoutMs: number): Promise<number | undefined> {
@@ -48,7 +52,8 @@ async function relaysReady(t: FaultTargets, restartedAt: number, timeoutMs: numb
  * RabbitMQ's app is stopped for `downMs`; Postgres restarts in fast mode; the Temporal dev server is SIGKILLed
  * and started again after `downMs` on its history file; a Temporal cluster's history or matching process is
  * SIGKILLed and started again after `downMs`, its frontend restarted at once (SIGTERM, then started: a rolling
- * restart), the cluster's other processes serving on.
+ * restart), the cluster's other processes serving on; a RabbitMQ cluster's node (the one leading the bridge's quorum
+ * queue, or another) has its app stopped for `downMs`, the two others serving on.
  */
 export async function injectFault(name: FaultName, t: FaultTargets): Promise<FaultRecord> {
   const startedAt = Date.now();
@@ -94,6 +99,15 @@ export async function injectFault(name: FaultName, t: FaultTargets): Promise<Fau
         await pause();
       }
       record.readyAfterMs = await t.temporal.restart(service);
+    } else if (name === 'stop-rabbitmq-leader' || name === 'stop-rabbitmq-node') {
+      const nodes = t.services.rabbitmqNodes;
+      if (!nodes || nodes.length < 3) throw new Error(`${name} needs a RabbitMQ cluster of three nodes (--topology cluster)`);
+      const leader = await quorumLeader(nodes, t.bridgeQueue.vhost, t.bridgeQueue.name);
+      if (!leader) throw new Error(`the bridge queue ${t.bridgeQueue.name} has no leader in vhost ${t.bridgeQueue.vhost}`);
+      // another node: the one after the leader in the list, so that successive runs stop the same kind of node
+      record.node = name === 'stop-rabbitmq-leader' ? leader : nodes[(nodes.indexOf(leader) + 1) % nodes.length];
+      record.startedAt = Date.now();
+      await stopRabbitmqNode(record.node, t.downMs);
     } else {
       throw new Error(`unknown fault ${name}`);
     }

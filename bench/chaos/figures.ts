@@ -53,7 +53,7 @@ export function faultFigures(group: FaultRecord[], windowEnd: number, data: { ob
   const ready = group.map((r) => r.readyAfterMs).filter((x): x is number => x !== undefined);
   const errors = group.flatMap((r) => (r.error ? [`${r.name}: ${r.error}`] : []));
   return {
-    fault: group.map((r) => r.name).join(' + '),
+    fault: group.map((r) => (r.node ? `${r.name} (${r.node})` : r.name)).join(' + '),
     startedAt: new Date(from).toISOString(),
     downMs: Math.max(...group.map((r) => r.restartedAt - r.startedAt)),
     progressMs: progress ?? null,

@@ -6,7 +6,8 @@ import path from 'node:path';
 import pg from 'pg';
 import slugid from 'slugid';
 import { Client, Connection } from '@temporalio/client';
-import { ROOT_CLIENT_ID } from '../../src/config.js';
+import { loadConfig, ROOT_CLIENT_ID } from '../../src/config.js';
+import { bridgeQueueName } from '../../src/bridge/bridge.js';
 import { createPool } from '../../src/db/pool.js';
 import { UNPUBLISHED_COUNT } from '../../src/exchanges/outbox.js';
 import { outboxCount } from '../../support/db.js';
@@ -87,8 +88,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const root = { clientId: ROOT_CLIENT_ID, accessToken: rootAccessToken };
   const apiPorts: [number, number] = [await freePort(), await freePort()];
   const rootUrls = apiPorts.map((p) => `http://127.0.0.1:${p}`);
-  const fleet = new Fleet(
-    {
+  const fleetEnv: Record<string, string> = {
       DATABASE_URL: databaseUrl,
       AMQP_URL: amqpUrl,
       TEMPORAL_ADDRESS: temporal.address,
@@ -98,10 +98,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       TGS_CLAIM_TIMEOUT: String(options.claimTimeoutSeconds),
       TGS_SWEEP_INTERVAL_MS: '1000',
       TGS_CLAIM_WORK_WAIT_MS: '10000',
-    },
-    apiPorts,
-    dir,
-  );
+  };
+  const fleet = new Fleet(fleetEnv, apiPorts, dir);
+  // the queue the bridges consume, named as they name it (a RabbitMQ cluster's faults look up its leader)
+  const bridgeQueue = { vhost, name: bridgeQueueName(loadConfig({ ...process.env, ...fleetEnv })) };
   const observer = new Observer(amqpUrl, prefix, log);
   let workers: ReturnType<typeof startWorkers> | undefined;
   const plans: GraphPlan[] = [];
@@ -161,7 +161,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     log(`warm: ${workers.reported} reports`);
     const relaySessions = async () =>
       Number((await pool.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND (query LIKE 'SELECT pg_try_advisory_lock%' OR query LIKE 'LISTEN tgs_outbox%')`)).rows[0].n);
-    const targets = { fleet, temporal, services, downMs: options.downMs, relaySessions, outOfRotation: (index: number, isOut: boolean) => workers?.outOfRotation(index, isOut) };
+    const targets = { fleet, temporal, services, downMs: options.downMs, relaySessions, outOfRotation: (index: number, isOut: boolean) => workers?.outOfRotation(index, isOut), bridgeQueue };
     const groups: FaultName[][] = [...options.faults.map((f) => [f]), ...options.combined];
     // process type → readiness of its copies restarted last: a fault strikes a process type only once
     // both its copies serve again (the other types' restarts may still be under way)
@@ -177,6 +177,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       }
       faults.push(records);
       for (const r of records) if (r.error) log(`  ${r.name} failed: ${r.error}`);
+      for (const r of records) if (r.node) log(`  ${r.name}: ${r.node}`);
       // progress again: a task that became pending after the fault completed (the whole loop works)
       const t0 = Math.min(...records.map((r) => r.startedAt));
       await retrying(async () => progressAfter(observer, t0) !== undefined || Promise.reject(new Error('no progress yet')), 180_000).catch(() => log('  no progress within 180 s'));
@@ -257,6 +258,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         concurrentGraphs: options.concurrentGraphs, taskMaxMs: options.taskMaxMs, workerSlots: options.workerSlots, claimBatch: options.claimBatch,
         downMs: options.downMs, claimTimeoutSeconds: options.claimTimeoutSeconds, postgres: services.pgBase, rabbitmq: services.amqpBase,
         temporal: options.topology === 'cluster' ? 'cluster: frontend, history, matching, worker as four processes on the run\'s Postgres, 4 history shards' : 'dev server (SQLite on disk)',
+        rabbitmqNodes: services.rabbitmqNodes ? `${services.rabbitmqNodes.length}-node cluster (${services.rabbitmqNodes.join(', ')}), the bridge queue a quorum queue` : 'one node',
         processes: 'api, relay, bridge, scheduler-worker: two copies each, node --import tsx src/cli/entry.ts; workers, observer and harness in one more node process',
       },
       graphs: plans.length,

@@ -1,5 +1,6 @@
 import amqp from 'amqplib';
 import { allExchangeNames } from '../../src/exchanges/exchanges.js';
+import { busNodes } from '../../src/exchanges/bus.js';
 
 export interface Seen {
   exchange: string;
@@ -11,7 +12,9 @@ export interface Seen {
 /**
  * Every message of the run's exchanges, consumed into a durable queue of the harness's own (so a RabbitMQ
  * restart keeps what was not yet delivered), keyed by messageId with each arrival's time. Reconnects after
- * the broker went away, as any consumer must.
+ * the broker went away, as any consumer must. On a cluster (AMQP_URL lists several nodes) the queue is a quorum
+ * queue, so that it outlives the node it was declared on (a classic queue on a stopped node drops what is routed to
+ * it), and each connection tries the nodes in turn, starting after the one it last used.
  */
 export class Observer {
   readonly messages = new Map<string, Seen>();
@@ -29,11 +32,24 @@ export class Observer {
     await this.connect();
   }
 
+  private next = 0;
+
   private async connect(): Promise<void> {
-    const connection = await amqp.connect(this.amqpUrl);
+    const nodes = busNodes(this.amqpUrl);
+    let connection: amqp.ChannelModel | undefined;
+    for (let k = 0; k < nodes.length && !connection; k++) {
+      const url = nodes[(this.next + k) % nodes.length];
+      try {
+        connection = await amqp.connect(url);
+        this.next = (this.next + k + 1) % nodes.length;
+      } catch (err) {
+        if (k === nodes.length - 1) throw err;
+      }
+    }
+    if (!connection) throw new Error('no RabbitMQ node answered');
     const channel = await connection.createChannel();
     const queue = `${this.prefix}chaos-observer`;
-    await channel.assertQueue(queue, { durable: true });
+    await channel.assertQueue(queue, { durable: true, ...(nodes.length > 1 ? { arguments: { 'x-queue-type': 'quorum' } } : {}) });
     for (const name of allExchangeNames(this.prefix)) {
       await channel.assertExchange(name, 'topic', { durable: true });
       await channel.bindQueue(queue, name, '#');

@@ -10,12 +10,16 @@ export type FaultName =
   | 'kill-temporal'
   | 'kill-temporal-history'
   | 'kill-temporal-matching'
-  | 'restart-temporal-frontend';
+  | 'restart-temporal-frontend'
+  | 'stop-rabbitmq-leader'
+  | 'stop-rabbitmq-node';
 
 /**
- * The Temporal server a run uses: `dev`, the dev server (one process, SQLite on disk; fault `kill-temporal`), or
- * `cluster`, frontend, history, matching and worker as four processes on the run's Postgres
- * (support/temporalCluster.ts; faults `kill-temporal-history`, `kill-temporal-matching`, `restart-temporal-frontend`).
+ * The servers a run uses: `dev`, the Temporal dev server (one process, SQLite on disk; fault `kill-temporal`) and
+ * one RabbitMQ node (fault `restart-rabbitmq`), or `cluster`, the production topology: Temporal's frontend, history,
+ * matching and worker as four processes on the run's Postgres (support/temporalCluster.ts; faults
+ * `kill-temporal-history`, `kill-temporal-matching`, `restart-temporal-frontend`) and a three-node RabbitMQ cluster
+ * (scripts/rabbitmqCluster.ts; faults `stop-rabbitmq-leader`, `stop-rabbitmq-node`).
  */
 export type Topology = 'dev' | 'cluster';
 
@@ -28,6 +32,11 @@ export interface ServiceControl {
   amqpBase: string;
   /** `rabbitmqctl` argv prefix for this broker (e.g. `['rabbitmqctl', '-n', 'chaos@localhost']`). */
   rabbitmqctl: string[];
+  /**
+   * A RabbitMQ cluster's nodes (Erlang node names, e.g. `rabbit-a@localhost`) when the broker is one: `amqpBase` then
+   * lists every node's URL, comma-separated, in the same order, and `rabbitmqctl` addresses the first node.
+   */
+  rabbitmqNodes?: string[];
 }
 
 export interface ChaosOptions {
@@ -64,13 +73,23 @@ export const serviceFaults: FaultName[] = ['restart-rabbitmq', 'restart-postgres
 /** The Temporal cluster's faults: a service process SIGKILLed and started again, the frontend restarted (SIGTERM). */
 export const clusterFaults: FaultName[] = ['kill-temporal-history', 'kill-temporal-matching', 'restart-temporal-frontend'];
 
-/** The faults of a topology: `kill-temporal` is the dev server's, the cluster's three are the cluster's. */
+/**
+ * The RabbitMQ cluster's faults: `stop_app` on the node leading the bridge's quorum queue, or on another node, for
+ * `downMs`. They replace `restart-rabbitmq`: a cluster is never restarted whole, one node at a time goes away.
+ */
+export const rabbitmqClusterFaults: FaultName[] = ['stop-rabbitmq-leader', 'stop-rabbitmq-node'];
+
+/**
+ * The faults of a topology: `kill-temporal` and `restart-rabbitmq` are the single servers'; on the cluster topology
+ * the Temporal cluster's three and the RabbitMQ cluster's two take their places, alone and in the combined groups
+ * (plus one group that stops a RabbitMQ follower while a relay and the Temporal frontend restart).
+ */
 export function topologyFaults(topology: Topology): { faults: FaultName[]; combined: FaultName[][] } {
   if (topology === 'dev') return { faults: [...processFaults, ...serviceFaults], combined: defaultCombined };
-  const swap = (f: FaultName): FaultName => (f === 'kill-temporal' ? 'kill-temporal-history' : f);
+  const swap = (f: FaultName): FaultName => (f === 'kill-temporal' ? 'kill-temporal-history' : f === 'restart-rabbitmq' ? 'stop-rabbitmq-leader' : f);
   return {
-    faults: [...processFaults, ...serviceFaults.filter((f) => f !== 'kill-temporal'), ...clusterFaults],
-    combined: defaultCombined.map((group) => group.map(swap)),
+    faults: [...processFaults, 'restart-postgres', ...clusterFaults, ...rabbitmqClusterFaults],
+    combined: [...defaultCombined.map((group) => group.map(swap)), ['stop-rabbitmq-node', 'kill-relay-1', 'restart-temporal-frontend']],
   };
 }
 export const defaultCombined: FaultName[][] = [
@@ -90,11 +109,24 @@ export function machineServices(pgVersion: string): ServiceControl {
   };
 }
 
+/**
+ * Services with a RabbitMQ cluster as the broker (`--topology cluster`): Postgres stays the given one; AMQP goes to
+ * every node of the cluster (scripts/rabbitmqCluster.ts), rabbitmqctl to its first node.
+ */
+export function clusterServices(base: ServiceControl, cluster: { nodes: { name: string; url: string }[] }): ServiceControl {
+  return {
+    ...base,
+    amqpBase: cluster.nodes.map((n) => n.url).join(','),
+    rabbitmqctl: ['rabbitmqctl', '-n', cluster.nodes[0].name],
+    rabbitmqNodes: cluster.nodes.map((n) => n.name),
+  };
+}
+
 export function parseFlags(args: string[]): { size: 'full' | 'short'; faults?: FaultName[]; combined: boolean; privateServices: boolean; topology: Topology; only?: string } {
   // `--name=value`, or `--name value`
   const value = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? (args.includes(`--${name}`) ? args[args.indexOf(`--${name}`) + 1] : undefined);
   const topology = (value('topology') ?? 'dev') as Topology;
-  if (topology !== 'dev' && topology !== 'cluster') throw new Error(`--topology ${topology}: give dev (the Temporal dev server) or cluster (four Temporal processes on Postgres)`);
+  if (topology !== 'dev' && topology !== 'cluster') throw new Error(`--topology ${topology}: give dev (the Temporal dev server, one RabbitMQ node) or cluster (four Temporal processes on Postgres, three RabbitMQ nodes)`);
   const faults = value('faults')?.split(',').filter(Boolean) as FaultName[] | undefined;
   const known = new Set<string>(topologyFaults(topology).faults);
   for (const f of faults ?? []) if (!known.has(f)) throw new Error(`unknown fault ${f} for --topology ${topology}; known: ${[...known].join(', ')}`);

@@ -3,11 +3,13 @@
  * the fault suite at full size (200 graphs in flight, 20,000 tasks at least) against the machine's
  * Postgres and RabbitMQ (restarted as the faults say) unless --private-services starts private ones, on a Temporal
  * dev server, or with `--topology cluster` on a Temporal cluster (four processes on that Postgres) whose history and
- * matching are SIGKILLed and frontend restarted.
+ * matching are SIGKILLed and frontend restarted, and on a three-node RabbitMQ cluster (scripts/rabbitmqCluster.ts,
+ * beside the machine's node, which it leaves alone) whose bridge-queue leader and another node are stopped.
  * Writes bench/results/chaos.json and prints the per-fault table; exits 1 when a check failed.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { machineServices, parseFlags, topologyFaults, type ChaosOptions } from './options.js';
+import { start as startRabbitmqCluster, stop as stopRabbitmqCluster } from '../../scripts/rabbitmqCluster.js';
+import { clusterServices, machineServices, parseFlags, topologyFaults, type ChaosOptions } from './options.js';
 import { postgresVersion, startPrivateServices } from './services.js';
 import { runChaos } from './harness.js';
 import { renderChaosTable } from './report.js';
@@ -15,6 +17,8 @@ import { renderChaosTable } from './report.js';
 const flags = parseFlags(process.argv.slice(2));
 const log = (line: string) => console.error(`[chaos ${new Date().toISOString().slice(11, 19)}] ${line}`);
 const privateServices = flags.privateServices ? startPrivateServices() : undefined;
+const rabbitmqCluster = flags.topology === 'cluster' ? await startRabbitmqCluster({ say: (line) => log(`rabbitmq cluster: ${line}`) }) : undefined;
+const baseServices = privateServices?.control ?? machineServices(postgresVersion());
 const full = flags.size === 'full';
 const options: ChaosOptions = {
   concurrentGraphs: full ? 200 : 10,
@@ -27,7 +31,7 @@ const options: ChaosOptions = {
   taskMaxMs: full ? 200 : 100,
   claimTimeoutSeconds: 30,
   settleTimeoutMs: full ? 1_800_000 : 180_000,
-  services: privateServices?.control ?? machineServices(postgresVersion()),
+  services: rabbitmqCluster ? clusterServices(baseServices, rabbitmqCluster) : baseServices,
   topology: flags.topology,
   log,
 };
@@ -44,4 +48,6 @@ try {
 } finally {
   if (ok || !privateServices) privateServices?.stop();
   else log(`private services kept for diagnosis; stop them with:\n  ${privateServices.stopCommands.join('\n  ')}`);
+  if (rabbitmqCluster && ok) stopRabbitmqCluster({ say: (line) => log(`rabbitmq cluster: ${line}`) });
+  else if (rabbitmqCluster) log('RabbitMQ cluster kept for diagnosis; stop it with: node --import tsx scripts/rabbitmqCluster.ts stop');
 }

@@ -1,7 +1,8 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import type { ServiceControl } from './options.js';
 
 /**
@@ -32,11 +33,46 @@ export async function restartRabbitmq(svc: ServiceControl, downMs: number): Prom
   }
 }
 
-/** A vhost of the run's own: every queue of the run (the bridges' among them) lives apart from other deployments'. */
+/**
+ * A vhost of the run's own: every queue of the run (the bridges' among them) lives apart from other deployments'.
+ * Returns AMQP_URL: on a cluster every node's URL with the vhost, comma-separated (a cluster's vhosts are its
+ * nodes' alike).
+ */
 export function createVhost(svc: ServiceControl, vhost: string): string {
   run([...svc.rabbitmqctl, 'add_vhost', vhost]);
   run([...svc.rabbitmqctl, 'set_permissions', '-p', vhost, 'guest', '.*', '.*', '.*']);
-  return `${svc.amqpBase}/${encodeURIComponent(vhost)}`;
+  return svc.amqpBase.split(',').map((base) => `${base}/${encodeURIComponent(vhost)}`).join(',');
+}
+
+const runAsync = promisify(execFile);
+
+/** rabbitmqctl against one node of a cluster, without blocking the harness (its workers and observer run on). */
+async function clusterCtl(node: string, args: string[], timeoutS = 60): Promise<string> {
+  return (await runAsync('rabbitmqctl', ['-n', node, '--timeout', String(timeoutS), ...args], { encoding: 'utf8', timeout: (timeoutS + 10) * 1000 })).stdout;
+}
+
+/** The node leading a quorum queue of a vhost now, asked of the first node whose app answers. */
+export async function quorumLeader(nodes: string[], vhost: string, queue: string): Promise<string | undefined> {
+  for (const node of nodes) {
+    let out: string;
+    try {
+      out = await clusterCtl(node, ['list_queues', '-p', vhost, 'name', 'leader', '--formatter', 'json'], 15);
+    } catch {
+      continue;
+    }
+    return (JSON.parse(out) as { name: string; leader?: string }[]).find((r) => r.name === queue)?.leader || undefined;
+  }
+  throw new Error(`no node of ${nodes.join(', ')} answers list_queues`);
+}
+
+/** `stop_app` on one cluster node, down for downMs, `start_app`: its connections close, its replicas go away and catch up. */
+export async function stopRabbitmqNode(node: string, downMs: number): Promise<void> {
+  await clusterCtl(node, ['stop_app']);
+  try {
+    await new Promise((r) => setTimeout(r, downMs));
+  } finally {
+    await clusterCtl(node, ['start_app'], 120);
+  }
 }
 
 export function deleteVhost(svc: ServiceControl, vhost: string): void {
