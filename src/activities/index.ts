@@ -12,7 +12,7 @@ import { TgsError } from '../errors.js';
 import type { DispatchItem } from '../workflows/graphModel.js';
 import { INVALID_TASK_GRAPH, type GraphMeta, type GraphState, type NodePage, type Resolution, type ResolvedState, type TaskGraphInput } from '../workflows/contract.js';
 import { isResolved } from '../taskStates.js';
-import { ensureQueueGraph, getGraph, graphMembers, graphMeta, joinQueueTasks, loadNodePage, recordGraphState, setRerunsLeft } from '../scheduler/graphStore.js';
+import { ensureQueueGraph, getGraph, memberTaskIds, graphMeta, joinQueueTasks, loadNodePage, recordGraphState, setRerunsLeft } from '../scheduler/graphStore.js';
 import { readyTasks } from '../queue/readiness.js';
 import { temporalGraphAuthorizer } from '../scheduler/temporalNativeAuth.js';
 import { graphMessage } from '../scheduler/messages.js';
@@ -118,7 +118,7 @@ export function createActivities(deps: ActivityDeps) {
       let becamePending: string[] = [];
       let hops: Parameters<typeof observeHops>[0] = [];
       await withTransaction(pool, async (client) => {
-        const members = await graphMembers(client, taskGraphId, taskIds);
+        const members = await memberTaskIds(client, taskGraphId, taskIds);
         const wanted = items.filter((i) => i.kind === 'schedule').map((i) => i.taskId);
         const ready = await readyTasks(client, wanted.filter((id) => members.has(id)));
         const toSchedule = wanted.filter((id) => ready.has(id));
@@ -196,7 +196,7 @@ export function createActivities(deps: ActivityDeps) {
       for (let i = 0; i < taskIds.length; i += 5000) {
         const chunk = taskIds.slice(i, i + 5000);
         await withTransaction(pool, async (client) => {
-          const members = await graphMembers(client, taskGraphId, chunk);
+          const members = await memberTaskIds(client, taskGraphId, chunk);
           await cancelQueueTasks(client, config, chunk.filter((id) => members.has(id)));
         });
       }

@@ -114,7 +114,7 @@ export async function tasksJoiningGroups(db: Queryable, taskIds: string[]): Prom
 }
 
 /** Which of these taskIds are member tasks of the graph (activities act on nothing else, whatever they are told). */
-export async function graphMembers(db: Queryable, taskGraphId: string, taskIds: string[]): Promise<Set<string>> {
+export async function memberTaskIds(db: Queryable, taskGraphId: string, taskIds: string[]): Promise<Set<string>> {
   if (taskIds.length === 0) return new Set();
   const { rows } = await db.query<{ task_id: string }>(
     prepared(GRAPH_MEMBERS_SQL, [taskGraphId, taskIds]),
