@@ -1,18 +1,18 @@
 import type pg from 'pg';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Config } from '../config.js';
-import { prepared, withTransaction } from '../db/pool.js';
+import { withTransaction } from '../db/pool.js';
 import { enqueueMessages } from '../exchanges/outbox.js';
 import type { SchedulerExchange } from '../exchanges/exchanges.js';
 import { scheduleTasks } from '../queue/scheduleTasks.js';
-import { rerunTasks } from '../queue/rerunTasks.js';
-import { MAX_RUNS } from '../queue/run.js';
+import { rerunRefusal, rerunTasks } from '../queue/rerunTasks.js';
+import { latestRuns, runResolution } from '../queue/latestRuns.js';
 import { cancelTasks as cancelQueueTasks } from '../queue/cancelTasks.js';
 import { TgsError } from '../errors.js';
 import type { DispatchItem } from '../workflows/graphModel.js';
 import { INVALID_TASK_GRAPH, type GraphMeta, type GraphState, type NodePage, type Resolution, type ResolvedState, type TaskGraphInput } from '../workflows/contract.js';
 import { isResolved } from '../taskStates.js';
-import { ensureQueueGraph, getGraph, graphMembers, graphMeta, joinQueueTasks, loadNodePage } from '../scheduler/graphStore.js';
+import { ensureQueueGraph, getGraph, memberTaskIds, graphMeta, joinQueueTasks, loadNodePage, recordGraphState, setRerunsLeft } from '../scheduler/graphStore.js';
 import { readyTasks } from '../queue/readiness.js';
 import { temporalGraphAuthorizer } from '../scheduler/temporalNativeAuth.js';
 import { graphMessage } from '../scheduler/messages.js';
@@ -55,20 +55,7 @@ export interface PublishResult {
 
 /** Resolutions of the latest runs of these tasks that are resolved. */
 async function resolvedLatestRuns(db: pg.Pool | pg.PoolClient, taskIds: string[]): Promise<Resolution[]> {
-  if (taskIds.length === 0) return [];
-  const { rows } = await db.query<{ task_id: string; state: string; latest: number; reason: string | null }>(
-    prepared(
-      `SELECT task_id, state, jsonb_array_length(runs) - 1 AS latest, runs -> -1 ->> 'reasonResolved' AS reason
-       FROM tasks WHERE task_id = ANY($1) AND state IN ('completed', 'failed', 'exception')`,
-      [taskIds],
-    ),
-  );
-  return rows.map((r) => ({
-    taskId: r.task_id,
-    runId: r.latest,
-    state: r.state as ResolvedState,
-    ...(r.reason ? { reasonResolved: r.reason } : {}),
-  }));
+  return (await latestRuns(db, taskIds, { resolved: true })).flatMap((row) => runResolution(row) ?? []);
 }
 
 /** The scheduler's activities. Every one is idempotent: Temporal runs activities at least once. */
@@ -131,7 +118,7 @@ export function createActivities(deps: ActivityDeps) {
       let becamePending: string[] = [];
       let hops: Parameters<typeof observeHops>[0] = [];
       await withTransaction(pool, async (client) => {
-        const members = await graphMembers(client, taskGraphId, taskIds);
+        const members = await memberTaskIds(client, taskGraphId, taskIds);
         const wanted = items.filter((i) => i.kind === 'schedule').map((i) => i.taskId);
         const ready = await readyTasks(client, wanted.filter((id) => members.has(id)));
         const toSchedule = wanted.filter((id) => ready.has(id));
@@ -147,37 +134,19 @@ export function createActivities(deps: ActivityDeps) {
         if (reruns.length > 0) {
           // Rerun only tasks whose latest run is still the one the workflow saw resolve: a retry of this
           // activity, or a rerun someone else made, must not add a second run.
-          const { rows } = await client.query<{ task_id: string; latest: number; state: string; deadline: Date }>(
-            `SELECT task_id, jsonb_array_length(runs) - 1 AS latest, state, deadline FROM tasks WHERE task_id = ANY($1) FOR UPDATE`,
-            [reruns.map((r) => r.taskId)],
-          );
+          const rows = await latestRuns(client, reruns.map((r) => r.taskId), { forUpdate: true });
           const latest = new Map(rows.map((r) => [r.task_id, r]));
           const now = new Date();
           const due = reruns.filter((r) => {
             const row = latest.get(r.taskId);
-            if (row === undefined || row.latest !== r.expectedRunId || !isResolved(row.state)) return false;
+            if (row === undefined || row.run_id !== r.expectedRunId || row.state === null || !isResolved(row.state)) return false;
             // The queue would skip these silently; the workflow must hear it, or the node would wait forever.
-            const reason = row.deadline <= now
-              ? `task ${r.taskId} is past its deadline (${row.deadline.toISOString()})`
-              : row.latest + 1 >= MAX_RUNS
-                ? `task ${r.taskId} has reached ${MAX_RUNS} runs`
-                : // An automatic rerun answers a failure; the queue's word wins over a forged or stale resolution.
-                  r.rerunsLeft !== undefined && row.state !== 'failed'
-                  ? `task ${r.taskId} is ${row.state} in the queue: an automatic rerun answers only a failure`
-                  : undefined;
-            if (reason) refused.push({ taskId: r.taskId, state: row.state as ResolvedState, reason });
+            const reason = rerunRefusal({ ...row, runCount: row.run_id + 1 }, now, { automatic: r.rerunsLeft !== undefined });
+            if (reason) refused.push({ taskId: r.taskId, state: row.state, reason });
             return reason === undefined;
           });
           if (due.length > 0) await rerunTasks(client, config, due.map((r) => r.taskId));
-          const counted = reruns.filter((r) => r.rerunsLeft !== undefined);
-          if (counted.length > 0) {
-            await client.query(
-              `UPDATE graph_nodes n SET reruns_left = v.reruns_left
-               FROM jsonb_to_recordset($2::jsonb) AS v(idx int, task_id text, reruns_left int)
-               WHERE n.task_graph_id = $1 AND n.idx = v.idx AND n.task_id = v.task_id`,
-              [taskGraphId, JSON.stringify(counted.map((r) => ({ idx: r.idx, task_id: r.taskId, reruns_left: r.rerunsLeft })))],
-            );
-          }
+          await setRerunsLeft(client, taskGraphId, reruns.flatMap((r) => (r.rerunsLeft !== undefined ? [{ idx: r.idx, taskId: r.taskId, rerunsLeft: r.rerunsLeft }] : [])));
         }
       });
       if (becamePending.length > 0) {
@@ -207,11 +176,7 @@ export function createActivities(deps: ActivityDeps) {
         if (event.state === 'finished' && row.node_count > event.knownNodeCount) {
           return { published: false, nodeCount: row.node_count };
         }
-        await client.query(
-          // workflow_started: the sweep that starts missing workflows (src/scheduler/missingWorkflows.ts) skips it now
-          'UPDATE task_graphs SET state = $2, blocked_by = $3, workflow_started = true, updated = now() WHERE task_graph_id = $1',
-          [taskGraphId, event.state, event.blockedBy.slice(0, 1000)],
-        );
+        await recordGraphState(client, taskGraphId, event.state, event.blockedBy);
         if (row.origin === 'graph') {
           const message = graphMessage(
             config,
@@ -231,7 +196,7 @@ export function createActivities(deps: ActivityDeps) {
       for (let i = 0; i < taskIds.length; i += 5000) {
         const chunk = taskIds.slice(i, i + 5000);
         await withTransaction(pool, async (client) => {
-          const members = await graphMembers(client, taskGraphId, chunk);
+          const members = await memberTaskIds(client, taskGraphId, chunk);
           await cancelQueueTasks(client, config, chunk.filter((id) => members.has(id)));
         });
       }

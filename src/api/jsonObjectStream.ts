@@ -171,14 +171,8 @@ export async function* objectMembers(
         case At.KeyOrEnd:
         case At.Key:
           if (b === CLOSE_BRACE && at === At.KeyOrEnd) {
-            i++;
-            if (parent !== undefined) {
-              yield { key: parent, expanded: true, count: nestedCount };
-              parent = undefined;
-              at = At.CommaOrEnd;
-            } else {
-              at = At.Done;
-            }
+            // an empty object: its '}' is read again as the one after a member, which closes an object once
+            at = At.CommaOrEnd;
             break;
           }
           if (b !== QUOTE) throw malformed('expected a key', offset + i);

@@ -4,7 +4,7 @@ import type { Config } from '../config.js';
 import { sendTogether, type BusChannel, type BusMessage } from '../exchanges/bus.js';
 import { observeBridgeLag } from '../observability/metrics.js';
 import { OutageLog } from '../outageLog.js';
-import { latestRuns } from '../queue/taskRow.js';
+import { latestRuns } from '../queue/latestRuns.js';
 import { graphsHearing, tasksJoiningGroups } from '../scheduler/graphStore.js';
 import { startBridgeConsumer } from './consumer.js';
 import { signalResolutions, signalTasksDefined } from './graphSignals.js';
@@ -83,7 +83,7 @@ function everyMinute(log: (line: string) => void, render: (count: number, exampl
  * requeued, after a backoff that grows with that graph's failures, so one graph cannot hold up the others.
  * The parts: messages.ts (parsing), consumer.ts + bridgeQueue.ts (RabbitMQ), flushPlan.ts (who hears what),
  * signalBackoff.ts (failures), flushSpacing.ts (when), graphSignals.ts (Temporal); the SQL beside its tables (latestRuns in
- * src/queue/taskRow.ts, graphsHearing and tasksJoiningGroups in src/scheduler/graphStore.ts).
+ * src/queue/latestRuns.ts, graphsHearing and tasksJoiningGroups in src/scheduler/graphStore.ts).
  */
 export async function startBridge(options: BridgeOptions): Promise<{ stop(): Promise<void>; stats: BridgeStats }> {
   const { config, pool } = options;

@@ -1,6 +1,6 @@
-import type { LatestRun } from '../queue/taskRow.js';
+import { runResolution, type LatestRun } from '../queue/latestRuns.js';
 import type { HearingNode, JoiningTask } from '../scheduler/graphStore.js';
-import type { Resolution, ResolvedState } from '../workflows/contract.js';
+import type { Resolution } from '../workflows/contract.js';
 
 /** A message of a flush: which task it is about and, for a resolution, what it claims. */
 export interface FlushItem {
@@ -36,18 +36,16 @@ export interface Confirmation<M extends FlushItem> {
 }
 
 /** Checks each resolution message against its task's stored latest run. */
-export function confirmByStoredState<M extends FlushItem>(resolutions: M[], stored: LatestRun[]): Confirmation<M> {
+export function confirmByStoredState<M extends FlushItem>(resolutions: M[], stored: Pick<LatestRun, 'task_id' | 'run_id' | 'state' | 'reason'>[]): Confirmation<M> {
   const rows = new Map(stored.map((r) => [r.task_id, r]));
   const result: Confirmation<M> = { confirmed: [], unknown: [], disagreed: [] };
   for (const msg of resolutions) {
     const claimed = msg.resolution;
     const row = rows.get(msg.taskId);
+    const resolution = row && claimed && row.run_id === claimed.runId && row.state === claimed.state ? runResolution(row) : undefined;
     if (!row) result.unknown.push(msg);
-    else if (!claimed || row.run_id !== claimed.runId || row.state !== claimed.state) result.disagreed.push(msg);
-    else {
-      const resolution: Resolution = { taskId: msg.taskId, runId: row.run_id, state: row.state as ResolvedState, ...(row.reason ? { reasonResolved: row.reason } : {}) };
-      result.confirmed.push({ msg, resolution });
-    }
+    else if (!resolution) result.disagreed.push(msg);
+    else result.confirmed.push({ msg, resolution });
   }
   return result;
 }

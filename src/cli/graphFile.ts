@@ -60,14 +60,18 @@ export function withTaskDefaults(
   return Object.fromEntries(out);
 }
 
-/** Reads a graph (or extension) file: JSON, or YAML for .yml/.yaml (and anything that is not JSON). */
-export function readGraphFile(file: string): Record<string, unknown> {
-  let text: string;
+/** A file the user named, as text; an error that says which file and why it cannot be read. */
+export function readNamedFile(file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (err) {
     throw new Error(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
   }
+}
+
+/** Reads a graph (or extension) file: JSON, or YAML for .yml/.yaml (and anything that is not JSON). */
+export function readGraphFile(file: string): Record<string, unknown> {
+  const text = readNamedFile(file);
   let value: unknown;
   const yaml = /\.ya?ml$/i.test(file);
   try {

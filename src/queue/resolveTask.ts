@@ -1,24 +1,15 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
-import { anyOf, notifySoon, prepared, type Queryable } from '../db/pool.js';
+import { anyOf, notifySoon, prepared } from '../db/pool.js';
 import { TgsError, type ErrorCode } from '../errors.js';
 import { StatementBatcher } from '../db/statementBatcher.js';
 import { reportsPerStatement } from '../observability/metrics.js';
 import { OUTBOX_CHANNEL, outboxInsert, outboxRows, type OutboxMessage } from '../exchanges/outbox.js';
 import { resolutionMessage, resolutionMessagesInsert, taskMessage } from './messages.js';
 import { PENDING_CHANNEL } from './notify.js';
-import { MAX_RUNS } from './run.js';
+import { EXCEPTION_REASONS, MAX_RUNS } from './run.js';
 import type { GroupAnnouncer } from './groupAnnouncer.js';
-import { addPendingRun, loadTask, loadTasks, mayRetry, resolveLatestRun, saveTasks, taskStatus, TASK_COLUMNS, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
-
-export const EXCEPTION_REASONS = ['worker-shutdown', 'malformed-payload', 'resource-unavailable', 'internal-error', 'intermittent-task'] as const;
-
-async function lockRun(db: Queryable, taskId: string, runId: number): Promise<TaskRow> {
-  const [row] = await loadTasks(db, [taskId], 'update');
-  if (!row) throw new TgsError('ResourceNotFound', `task ${taskId} not found`);
-  if (!row.runs[runId]) throw new TgsError('ResourceNotFound', `task ${taskId} has no run ${runId}`);
-  return row;
-}
+import { addPendingRun, loadTask, loadTasks, mayRetry, resolveLatestRun, taskStatus, TASK_COLUMNS, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
 
 /**
  * Writes a report in one statement (one round trip, no explicit transaction), compare-and-set on the runs
@@ -359,17 +350,3 @@ async function writeReports(pool: pg.Pool, writes: { readRuns: Run[]; row: TaskR
 
 /** Postgres' SQLSTATE for a statement chosen to break a lock cycle: its transaction rolled back. */
 const DEADLOCK_DETECTED = '40P01';
-
-/** Moves takenUntil forward for the running latest run. */
-export async function reclaimRun(db: Queryable, config: Config, taskId: string, runId: number): Promise<{ row: TaskRow; takenUntil: Date }> {
-  const row = await lockRun(db, taskId, runId);
-  const run = row.runs[runId];
-  if (run.state !== 'running' || runId !== row.runs.length - 1) {
-    throw new TgsError('RequestConflict', `run ${runId} of task ${taskId} is ${run.state}; only a running run can be reclaimed`);
-  }
-  const proposed = new Date(Date.now() + config.claimTimeoutSeconds * 1000);
-  const takenUntil = run.takenUntil && new Date(run.takenUntil) > proposed ? new Date(run.takenUntil) : proposed;
-  row.runs = [...row.runs.slice(0, -1), { ...run, takenUntil: takenUntil.toISOString() }];
-  await saveTasks(db, [row]);
-  return { row, takenUntil };
-}

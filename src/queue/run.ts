@@ -17,3 +17,6 @@ export interface RunOf<State extends string> {
 
 /** Taskcluster allows at most 50 runs of a task (runIds 0 to 49). */
 export const MAX_RUNS = 50;
+
+/** The reasons a worker may give reportException (Taskcluster's list). */
+export const EXCEPTION_REASONS = ['worker-shutdown', 'malformed-payload', 'resource-unavailable', 'internal-error', 'intermittent-task'] as const;

@@ -238,26 +238,3 @@ export async function countGroupTasks(db: Queryable, taskGroupId: string): Promi
   const { rows } = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM tasks WHERE task_group_id = $1', [taskGroupId]);
   return rows[0].n;
 }
-
-/** A task's latest run as stored: its runId (-1 without runs), state and reasonResolved. */
-export interface LatestRun {
-  task_id: string;
-  run_id: number;
-  state: string | null;
-  reason: string | null;
-}
-
-/**
- * The latest run of each of these tasks that exists (the bridge checks a resolution message against it, so a forged
- * or stale message never reaches a graph). One statement for a whole flush of the bridge.
- */
-export async function latestRuns(db: Queryable, taskIds: string[]): Promise<LatestRun[]> {
-  const { rows } = await db.query<LatestRun>(
-    prepared(
-      `SELECT task_id, jsonb_array_length(runs) - 1 AS run_id, runs->-1->>'state' AS state, runs->-1->>'reasonResolved' AS reason
-         FROM tasks WHERE task_id = ANY($1)`,
-      [taskIds],
-    ),
-  );
-  return rows;
-}

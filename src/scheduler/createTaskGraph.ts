@@ -9,7 +9,7 @@ import { announceDefined } from './announceDefined.js';
 import { graphEnvelopeSchema } from './graphSchema.js';
 import { GraphIntake, readGraphBody, type LabelledTask } from './graphIntake.js';
 import { graphHash } from './graphHash.js';
-import { graphMembers, type GraphBody } from './graphMembers.js';
+import { bodyMembers, type GraphBody } from './bodyMembers.js';
 import { getGraph, setNodeCounts, type GraphRow } from './graphStore.js';
 
 export interface CreatedGraph {
@@ -57,7 +57,7 @@ export async function createTaskGraph(
   const { config, pool } = deps;
   // Before any work on the body: a caller who may not create graphs at all learns it at once.
   options.authorize?.('scheduler:create-task-graph');
-  const members = graphMembers(body);
+  const members = bodyMembers(body);
   try {
     return await withTransaction(pool, async (client) => {
       // Two PUTs of one id meet here: the second reads the body only once the first has committed or rolled back.

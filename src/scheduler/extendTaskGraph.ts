@@ -6,7 +6,7 @@ import { TgsError } from '../errors.js';
 import type { ScopeExpression } from '../auth/scopes.js';
 import { announceDefined } from './announceDefined.js';
 import { GraphIntake, readGraphBody, type LabelledTask } from './graphIntake.js';
-import { graphMembers, type GraphBody } from './graphMembers.js';
+import { bodyMembers, type GraphBody } from './bodyMembers.js';
 import { getGraph, memberIndex, setNodeCounts, type GraphRow } from './graphStore.js';
 
 /**
@@ -21,7 +21,7 @@ export async function extendTaskGraph(
   authorize: (expr: ScopeExpression) => void,
 ): Promise<{ graph: GraphRow; tasks: Iterable<LabelledTask[]> }> {
   authorize(`scheduler:extend-task-graph:${taskGraphId}`);
-  const members = graphMembers(body);
+  const members = bodyMembers(body);
   return withTransaction(deps.pool, async (client) => {
     const graph = await getGraph(client, taskGraphId, true);
     if (!graph) throw new TgsError('ResourceNotFound', `task-graph ${taskGraphId} not found`);

@@ -73,14 +73,6 @@ export interface GraphNodeInput {
   task: Record<string, unknown>;
 }
 
-export interface TaskGraphInputBody {
-  routing: string;
-  tasks: Record<string, GraphNodeInput>;
-  scopes: string[];
-  metadata: Record<string, string>;
-  tags: Record<string, string>;
-}
-
 const statusProperties = {
   schedulerId: { type: 'string' },
   taskGraphId: { type: 'string' },

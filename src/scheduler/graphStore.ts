@@ -114,7 +114,7 @@ export async function tasksJoiningGroups(db: Queryable, taskIds: string[]): Prom
 }
 
 /** Which of these taskIds are member tasks of the graph (activities act on nothing else, whatever they are told). */
-export async function graphMembers(db: Queryable, taskGraphId: string, taskIds: string[]): Promise<Set<string>> {
+export async function memberTaskIds(db: Queryable, taskGraphId: string, taskIds: string[]): Promise<Set<string>> {
   if (taskIds.length === 0) return new Set();
   const { rows } = await db.query<{ task_id: string }>(
     prepared(GRAPH_MEMBERS_SQL, [taskGraphId, taskIds]),
@@ -158,6 +158,26 @@ export async function setNodeCounts(client: pg.PoolClient, taskGraphId: string, 
 }
 
 /** Nodes [fromIdx, fromIdx+limit) in the compact form the workflow loads. */
+/** Stores how many automatic reruns each of these nodes has left (a node is named by its idx and taskId). */
+export async function setRerunsLeft(db: Queryable, taskGraphId: string, nodes: { idx: number; taskId: string; rerunsLeft: number }[]): Promise<void> {
+  if (nodes.length === 0) return;
+  await db.query(
+    `UPDATE graph_nodes n SET reruns_left = v.reruns_left
+     FROM jsonb_to_recordset($2::jsonb) AS v(idx int, task_id text, reruns_left int)
+     WHERE n.task_graph_id = $1 AND n.idx = v.idx AND n.task_id = v.task_id`,
+    [taskGraphId, JSON.stringify(nodes.map((n) => ({ idx: n.idx, task_id: n.taskId, reruns_left: n.rerunsLeft })))],
+  );
+}
+
+/** Records the state the graph's workflow published (and the first 1000 tasks blocking it). */
+export async function recordGraphState(db: Queryable, taskGraphId: string, state: GraphState, blockedBy: string[]): Promise<void> {
+  await db.query(
+    // workflow_started: the sweep that starts missing workflows (src/scheduler/missingWorkflows.ts) skips it now
+    'UPDATE task_graphs SET state = $2, blocked_by = $3, workflow_started = true, updated = now() WHERE task_graph_id = $1',
+    [taskGraphId, state, blockedBy.slice(0, 1000)],
+  );
+}
+
 export async function loadNodePage(db: Queryable, taskGraphId: string, fromIdx: number, limit: number, withQueueState: boolean): Promise<NodePage> {
   const { rows } = await db.query<{
     idx: number;

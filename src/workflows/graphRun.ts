@@ -95,8 +95,8 @@ export class GraphRun {
   private inFlight = 0;
   // Schedules the queue refused as not ready: tried again on the next news (a resolution, reconciliation), when the
   // queue may agree; never in a loop. Their nodes stay dispatching meanwhile, so the graph cannot finish without them.
-  private readonly deferred: DispatchItem[] = [];
-  private readonly deferredSeen = new Set<string>();
+  private readonly refusedSchedules: DispatchItem[] = [];
+  private readonly refusedSeen = new Set<string>();
   /** LEAN_LOOP_PATCH: decided once, at the start of the run */
   private readonly lean: boolean;
   /** when this run first could have continued as new with tasks still live in the queue (quietEnoughToContinue) */
@@ -146,7 +146,7 @@ export class GraphRun {
   listen(): void {
     wf.setHandler(resolutionsSignal, (items) => {
       this.lastHeard = Date.now();
-      this.retryDeferred();
+      this.retryRefusedSchedules();
       for (const r of items) this.model.applyResolution(r.taskId, r.runId, r.state);
       this.dirty = true;
     });
@@ -321,7 +321,7 @@ export class GraphRun {
     if (!this.reconcileDue) return;
     const { model } = this;
     this.reconcileDue = false;
-    this.retryDeferred();
+    this.retryRefusedSchedules();
     this.lastHeard = Date.now();
     const live = [...model.liveMembers(), ...model.unresolvedExternals()].slice(0, 20_000).map((i) => model.taskIds[i]);
     const result = await hot(`reconcile ${live.length} task(s)`).reconcile(this.taskGraphId, live);
@@ -330,8 +330,8 @@ export class GraphRun {
     if (result.nodeCount > model.size) this.dirty = true;
   }
 
-  private retryDeferred(): void {
-    this.model.dispatchFailed(this.deferred.splice(0, this.deferred.length));
+  private retryRefusedSchedules(): void {
+    this.model.dispatchFailed(this.refusedSchedules.splice(0, this.refusedSchedules.length));
   }
 
   /** Ready tasks and reruns in batches, up to maxDispatchInFlight activities at once. */
@@ -369,7 +369,7 @@ export class GraphRun {
     const { model } = this;
     const unready = new Set(result.unready ?? []);
     model.dispatched(unready.size ? items.filter((i) => !unready.has(i.taskId)) : items);
-    this.deferred.push(...items.filter((i) => unready.has(i.taskId) && i.kind === 'schedule'));
+    this.refusedSchedules.push(...items.filter((i) => unready.has(i.taskId) && i.kind === 'schedule'));
     for (const r of result.resolutions) model.applyResolution(r.taskId, r.runId, r.state);
     for (const r of result.refused ?? []) {
       if (!model.rerunRefused(r.taskId, r.state)) continue;
@@ -378,8 +378,8 @@ export class GraphRun {
     }
     for (const taskId of unready) {
       // The queue's stored state disagrees with the model (a forged or stale resolution): nothing was started.
-      if (this.deferredSeen.has(taskId)) continue;
-      this.deferredSeen.add(taskId);
+      if (this.refusedSeen.has(taskId)) continue;
+      this.refusedSeen.add(taskId);
       this.refusals.add(`task ${taskId} not dispatched: the queue does not show its dependencies resolved, or it is not a member`);
       wf.log.warn('dispatch refused by the queue', { taskId });
     }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { graphOf, fastTask } from '../../support/graphs.js';
-import { UNPUBLISHED_COUNT } from '../../src/exchanges/outbox.js';
+import { databaseCounts } from '../helpers/dbState.js';
 
 // No Temporal here: these tests cover what is refused before any workflow would start.
 let t: TestApi;
@@ -13,14 +13,6 @@ before(async () => {
 after(async () => {
   await t.close();
 });
-
-async function rowCounts() {
-  const { rows } = await t.db.pool.query<{ tasks: number; graphs: number; nodes: number; outbox: number }>(
-    `SELECT (SELECT count(*) FROM tasks) AS tasks, (SELECT count(*) FROM task_graphs) AS graphs,
-            (SELECT count(*) FROM graph_nodes) AS nodes, ${UNPUBLISHED_COUNT} AS outbox`,
-  );
-  return rows[0];
-}
 
 test('an invalid graph is one 400 naming every offending label, and nothing is written', async () => {
   const graph = graphOf({
@@ -36,7 +28,7 @@ test('an invalid graph is one 400 naming every offending label, and nothing is w
   (graph.tasks.badTask.task as Record<string, unknown>).priority = 'urgent';
   // an object that cannot be turned into a string (found by the graph fuzzer: it was a 500)
   (graph.tasks.badRouting.task as Record<string, unknown>).routing = { toString: 1 };
-  const before = await rowCounts();
+  const before = await databaseCounts(t.db.pool);
   const res = await t.request('PUT', `/api/scheduler/v1/task-graph/${slugid.nice()}`, graph);
   assert.equal(res.status, 400);
   assert.equal(res.body.code, 'InputValidationError');
@@ -48,7 +40,7 @@ test('an invalid graph is one 400 naming every offending label, and nothing is w
   assert.match(res.body.message, /- badRouting: task.routing must be at most 10 characters/);
   assert.match(res.body.message, /- subsNoLabel: bad \$subs .*"no label" is not a label/);
   assert.deepEqual(res.body.details.labels, ['badRouting', 'badTask', 'loopA', 'loopB', 'orphan', 'subs', 'subsNoLabel']);
-  assert.deepEqual(await rowCounts(), before);
+  assert.deepEqual(await databaseCounts(t.db.pool), before);
 });
 
 test('envelope errors: routing over 10 characters, unknown properties, wrong types', async () => {
@@ -67,7 +59,7 @@ test('envelope errors: routing over 10 characters, unknown properties, wrong typ
   const malformed = await t.request('PUT', `/api/scheduler/v1/task-graph/${id}`, '{"tasks": ');
   assert.equal(malformed.status, 400);
   assert.equal(malformed.body.code, 'InputError');
-  assert.equal((await rowCounts()).graphs, 0);
+  assert.equal((await databaseCounts(t.db.pool)).task_graphs, '0');
 });
 
 test('a client lacking a task scope gets 403 naming it, and nothing is written', async () => {
@@ -82,7 +74,7 @@ test('a client lacking a task scope gets 403 naming it, and nothing is written',
   assert.equal(res.status, 403);
   assert.equal(res.body.code, 'InsufficientScopes');
   assert.match(res.body.message, /queue:create-task:lowest:tgs-test\/fast/);
-  assert.equal((await rowCounts()).tasks, 0);
+  assert.equal((await databaseCounts(t.db.pool)).tasks, '0');
 });
 
 test('a valid graph is stored whole even when Temporal is unreachable; the same PUT retries the start', async () => {

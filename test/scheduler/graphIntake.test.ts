@@ -9,7 +9,7 @@ import { createTaskGraph } from '../../src/scheduler/createTaskGraph.js';
 import { graphHash } from '../../src/scheduler/graphHash.js';
 import { GraphIntake, INTAKE_CHUNK, readGraphBody } from '../../src/scheduler/graphIntake.js';
 import { TASK_BODY_LIMIT } from '../../src/api/bodyLimits.js';
-import { UNPUBLISHED_COUNT } from '../../src/exchanges/outbox.js';
+import { databaseCounts } from '../helpers/dbState.js';
 
 // The streamed intake: nodes validated and written in chunks as the body arrives. No Temporal here (a create
 // through the API stores the graph and then answers 503); the direct calls cover what is stored.
@@ -20,14 +20,6 @@ before(async () => {
 after(async () => {
   await t.close();
 });
-
-async function rowCounts() {
-  const { rows } = await t.db.pool.query<{ tasks: number; graphs: number; nodes: number; outbox: number }>(
-    `SELECT (SELECT count(*) FROM tasks) AS tasks, (SELECT count(*) FROM task_graphs) AS graphs,
-            (SELECT count(*) FROM graph_nodes) AS nodes, ${UNPUBLISHED_COUNT} AS outbox`,
-  );
-  return rows[0];
-}
 
 /** The body text in pieces of `size` bytes, as a socket would deliver it. */
 async function* pieces(text: string, size = 4096) {
@@ -104,7 +96,7 @@ test('a problem found after chunks were written rolls the whole graph back, nami
   const tasks = forwardChain(n);
   (tasks[`n${n - 1}`] as { requires: string[] }).requires = ['nowhere'];
   (tasks[`n${n - 2}`] as { task: { priority: string } }).task.priority = 'urgent';
-  const before = await rowCounts();
+  const before = await databaseCounts(t.db.pool);
   await assert.rejects(create(slugid.nice(), JSON.stringify({ routing: 'r', tasks })), (err: { code: string; message: string; details: { labels: string[] } }) => {
     assert.equal(err.code, 'InputValidationError');
     assert.deepEqual(err.details.labels, [`n${n - 2}`, `n${n - 1}`]);
@@ -116,7 +108,7 @@ test('a problem found after chunks were written rolls the whole graph back, nami
   await assert.rejects(create(slugid.nice(), JSON.stringify({ tasks: cycle })), /is on a dependency cycle/);
   const truncated = JSON.stringify({ tasks: forwardChain(n) }).slice(0, -5000);
   await assert.rejects(create(slugid.nice(), truncated), (err: { code: string }) => err.code === 'InputError');
-  assert.deepEqual(await rowCounts(), before, 'nothing written');
+  assert.deepEqual(await databaseCounts(t.db.pool), before, 'nothing written');
 });
 
 test('a chunk is written while the next is read, one write at a time, and a refusal waits for the write in flight', async () => {
@@ -192,10 +184,10 @@ test('a graph stored with a whole-graph hash (before the streamed intake) is sti
 
 test('a label given twice, or a member given twice, is refused', async () => {
   const node = JSON.stringify({ task: fastTask('a') });
-  const before = await rowCounts();
+  const before = await databaseCounts(t.db.pool);
   await assert.rejects(create(slugid.nice(), `{"tasks": {"a": ${node}, "a": ${node}}}`), /label appears twice in tasks/);
   await assert.rejects(create(slugid.nice(), `{"routing": "x", "tasks": {"a": ${node}}, "routing": "y"}`), /body has "routing" twice/);
-  assert.deepEqual(await rowCounts(), before);
+  assert.deepEqual(await databaseCounts(t.db.pool), before);
 });
 
 test('through the API: a Hawk payload hash is checked against the streamed body before anything is committed', async () => {
@@ -210,15 +202,15 @@ test('through the API: a Hawk payload hash is checked against the streamed body 
     const res = await fetch(url, { method: 'PUT', headers: { authorization: header, 'content-type': 'application/json' }, body: text });
     return { status: res.status, body: (await res.json()) as { code: string; message: string } };
   };
-  const before = await rowCounts();
+  const before = await databaseCounts(t.db.pool);
   const forged = await put(slugid.nice(), text.replace('"t0"', '"T0"'));
   assert.equal(forged.status, 401);
   assert.match(forged.body.message, /does not match the payload hash/);
-  assert.deepEqual(await rowCounts(), before, 'nothing written');
+  assert.deepEqual(await databaseCounts(t.db.pool), before, 'nothing written');
   // signed right: stored, then 503 only because this test has no Temporal to start the workflow
   const signed = await put(slugid.nice(), text);
   assert.equal(signed.status, 503, JSON.stringify(signed.body));
-  assert.equal((await rowCounts()).tasks, before.tasks + INTAKE_CHUNK + 100);
+  assert.equal(Number((await databaseCounts(t.db.pool)).tasks), Number(before.tasks) + INTAKE_CHUNK + 100);
 });
 
 test('through the API: a body refused part-way is answered, not reset, while the client is still sending', async () => {
@@ -246,10 +238,10 @@ test('an envelope member refused before the tasks stops the intake before a node
 });
 
 test('a requires list naming a label twice is refused, "__proto__" included', async () => {
-  const before = await rowCounts();
+  const before = await databaseCounts(t.db.pool);
   for (const twice of ['a', '__proto__']) {
     const tasks = { [twice]: { task: fastTask(twice) }, b: { requires: [twice, twice], task: fastTask('b') } };
     await assert.rejects(create(slugid.nice(), JSON.stringify({ tasks })), /- b: .*(requires names a label more than once|must NOT have duplicate items)/);
   }
-  assert.deepEqual(await rowCounts(), before);
+  assert.deepEqual(await databaseCounts(t.db.pool), before);
 });

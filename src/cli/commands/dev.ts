@@ -8,7 +8,7 @@ import { startBridge } from '../../bridge/bridge.js';
 import { memoryBusUrl, safeBusUrl } from '../../exchanges/bus.js';
 import { pgliteUrl } from '../../db/pglite.js';
 import { acquireDirLock } from '../../db/pgliteLock.js';
-import { createSchedulerWorker, ensureSearchAttributes } from '../../worker.js';
+import { createSchedulerWorker, ensureSearchAttributes } from '../../temporal/schedulerWorker.js';
 import { freePort, startDevServer, TGS_SEARCH_ATTRIBUTES, type DevServer } from '../../temporal/devServer.js';
 import { ensureStaticClient } from '../../auth/clients.js';
 import { prepareDataDir, rootAccessToken } from '../devDataDir.js';

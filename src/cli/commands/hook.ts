@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readNamedFile } from '../graphFile.js';
 import type { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { requireCredentials, resolveCredentials, type ResolvedCredentials } from '../../client/credentials.js';
@@ -19,12 +19,7 @@ function hookPath(ref: string): string {
 
 /** A hook definition file: JSON, or YAML for .yml/.yaml. */
 function readHookFile(file: string): Record<string, unknown> {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new Error(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`);
-  }
+  const text = readNamedFile(file);
   let value: unknown;
   try {
     value = /\.ya?ml$/i.test(file) ? parseYaml(text) : JSON.parse(text);

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { createPool } from '../../db/pool.js';
 import { migrate } from '../../db/migrate.js';
 import { installTemporalRuntime } from '../../observability/temporalRuntime.js';
-import { createSchedulerWorker, ensureSearchAttributes } from '../../worker.js';
+import { createSchedulerWorker, ensureSearchAttributes } from '../../temporal/schedulerWorker.js';
 import { registerService } from '../service.js';
 import { onShutdown } from '../shutdown.js';
 import { untilConnected } from '../untilConnected.js';

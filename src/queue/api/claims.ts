@@ -1,7 +1,9 @@
 import { declare } from '../../api/endpoint.js';
 import { withTransaction } from '../../db/pool.js';
 import { claimWork as claimWorkLoop, MAX_CLAIM_COUNT } from '../claimWork.js';
-import { reclaimRun, resolveRun, EXCEPTION_REASONS } from '../resolveTask.js';
+import { resolveRun } from '../resolveTask.js';
+import { reclaimRun } from '../reclaimRun.js';
+import { EXCEPTION_REASONS } from '../run.js';
 import { runCredentials } from '../credentials.js';
 import { loadTaskScopes, taskStatus } from '../taskRow.js';
 import { TgsError } from '../../errors.js';

@@ -1,6 +1,7 @@
 import { declare, type JsonSchema } from '../../api/endpoint.js';
 import { SLUGID_PATTERN } from '../../api/patterns.js';
-import { EXCEPTION_REASONS, resolveRuns, type Resolution } from '../resolveTask.js';
+import { resolveRuns, type Resolution } from '../resolveTask.js';
+import { EXCEPTION_REASONS } from '../run.js';
 import { taskStatusSchema } from './schemas.js';
 import { runClaimants } from '../taskRow.js';
 

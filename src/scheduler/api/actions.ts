@@ -1,5 +1,5 @@
 import { loadTasks } from '../../queue/taskRow.js';
-import { rerunRefusal } from '../../queue/rerunTasks.js';
+import { rerunCandidate, rerunRefusal } from '../../queue/rerunTasks.js';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { TASK_BODY_LIMIT } from '../../api/bodyLimits.js';
 import { declare } from '../../api/endpoint.js';
@@ -71,7 +71,7 @@ export const rerunEndpoint = declare({
     if (!taskId) throw new TgsError('ResourceNotFound', `no task ${params.taskIdOrLabel} in task-graph ${params.taskGraphId}`);
     // What the queue would refuse (deadline, 50 runs) is refused here at once rather than after the Update.
     const [task] = await loadTasks(deps.pool, [taskId]);
-    const refusal = task && rerunRefusal(task, new Date());
+    const refusal = task && rerunRefusal(rerunCandidate(task), new Date());
     if (refusal) throw new TgsError('RequestConflict', `rerun refused: ${refusal}`);
     try {
       const result = await handle.executeUpdate(rerunUpdate, {

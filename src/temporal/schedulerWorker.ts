@@ -2,12 +2,12 @@ import type pg from 'pg';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { Connection } from '@temporalio/client';
 import protoModule from '@temporalio/proto';
-import type { Config } from './config.js';
-import { createActivities } from './activities/index.js';
-import { connectionOptions } from './temporal/connection.js';
-import { SEARCH_ATTRIBUTES } from './workflows/contract.js';
-import { loadWorkflowBundle } from './temporal/workflowBundle.js';
-import type { Logger } from './log.js';
+import type { Config } from '../config.js';
+import { createActivities } from '../activities/index.js';
+import { connectionOptions } from './connection.js';
+import { SEARCH_ATTRIBUTES } from '../workflows/contract.js';
+import { loadWorkflowBundle } from './workflowBundle.js';
+import type { Logger } from '../log.js';
 
 /**
  * Registers the search attributes the workflow upserts when the namespace lacks them, so a stock

@@ -28,7 +28,7 @@ function* membersOf(body: unknown): Generator<StreamedMember> {
   }
 }
 
-export function graphMembers(body: GraphBody): AsyncIterable<StreamedMember> | Iterable<StreamedMember> {
+export function bodyMembers(body: GraphBody): AsyncIterable<StreamedMember> | Iterable<StreamedMember> {
   if (body !== null && typeof body === 'object' && Symbol.asyncIterator in body) return body as AsyncIterable<StreamedMember>;
   return membersOf(body);
 }

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Connection } from '@temporalio/client';
-import { startTestTemporal } from '../support/temporal.js';
-import { SEARCH_ATTRIBUTES } from '../src/workflows/contract.js';
+import { startTestTemporal } from '../../support/temporal.js';
+import { SEARCH_ATTRIBUTES } from '../../src/workflows/contract.js';
 
 test('the Temporal dev server starts with the tgs search attributes and stops cleanly', async () => {
   const server = await startTestTemporal();
