@@ -69,7 +69,7 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
   const sweeps = startSweeps(pool, config, logLine, [
     ['missing workflows', () => startMissingWorkflows(pool, config, temporal)],
     ['index expiry', () => expireIndex(pool)],
-    ['stalled tasks', stallSweep(pool, config)],
+    ['stalled tasks', stallSweep(pool, config, () => workers.flush())],
     ['hook schedules', hookScheduleSweep(pool, config, temporal, infoLine ?? logLine)],
   ]);
   const app = createApiServer(deps, apiEndpoints, options);

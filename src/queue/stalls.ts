@@ -92,13 +92,16 @@ export function taskStalledMessage(config: Config, row: TaskRow, blocker: { kind
  * The sweep: every TGS_STALL_AFTER_MS / 4 (at most every 30 s), and at once again after a full batch. Finding the
  * stalled queues reads every pending task past the threshold once: not worth doing every 5 s.
  */
-export function stallSweep(pool: pg.Pool, config: Config): () => Promise<number> {
+export function stallSweep(pool: pg.Pool, config: Config, flushWorkers: () => Promise<void>): () => Promise<number> {
   let last = 0;
   let full = false;
   return async () => {
     const now = Date.now();
     if (!full && now - last < Math.min(30_000, Math.max(250, config.stallAfterMs / 4))) return 0;
     last = now;
+    // this process's claims of the last 2 s, written first (another API process's are at most 2 s late: far inside
+    // the no-workers window)
+    await flushWorkers();
     const announced = await announceStalls(pool, config, new Date(now));
     full = announced >= BATCH;
     return announced;

@@ -59,6 +59,9 @@ test('two deployments on one vhost: each bridge has its own queue and both graph
     ),
   );
   for (const d of deployments) {
+    // The bridge counts a resolution once its signal call returns, which can be after the workflow it woke has
+    // finished the graph (a busy event loop): wait for the count, not just for the graph.
+    await eventually(async () => (d.stack.bridge?.stats.resolutionsForwarded ?? 0) >= 5, `${d.stack.config.schedulerId}: five resolutions forwarded`, 5_000).catch(() => undefined);
     // on failure, what this deployment's bridge saw and logged
     const seen = `${d.stack.config.schedulerId}: bridge stats ${JSON.stringify(d.stack.bridge?.stats)}; log:\n${d.log.join('\n')}`;
     assert.equal(d.stack.bridge?.stats.unknownTasks, 0, `the bridge saw no message of the other deployment (${seen})`);

@@ -222,6 +222,8 @@ test('a least-privilege worker batches the reports of runs it claimed (queue:wor
   const theirs = await claim('other', undefined, 1);
   const unclaimed = slugid.nice();
   assert.equal((await q('PUT', `/task/${unclaimed}`, { ...fastTask('t'), workerType: 'res-nobody' })).status, 200);
+  // what earlier reports and claims still have to write (a group's resolution 50 ms later, the workers' rows)
+  await t.api.deps.groupAnnouncer.flush();
   await t.api.deps.workers.flush();
   const before = await databaseFingerprint(t.db.pool);
   for (const [stranger, label] of [[theirs[0], 'another worker\'s run'], [unclaimed, 'an unclaimed run']] as const) {

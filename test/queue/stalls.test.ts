@@ -8,11 +8,11 @@ import { registry } from '../../src/observability/metrics.js';
 /*
  * task-stalled: a pending task waiting past TGS_STALL_AFTER_MS (here 1.5 s) on a queue with no workers is announced
  * exactly once per run and blocker, and counted in tgs_stalled_tasks; a queue whose worker is busy never stalls.
- * claimWork long-polls 300 ms here, so a queue without a claimWork for 0.9 s has no workers.
+ * claimWork long-polls 1 s here, so a queue without a claimWork for 3 s has no workers.
  */
 let t: TestApi;
 before(async () => {
-  t = await startTestApi({ stallAfterMs: 1500, claimWorkWaitMs: 300, sweepIntervalMs: 100 });
+  t = await startTestApi({ stallAfterMs: 1500, claimWorkWaitMs: 1000, sweepIntervalMs: 100 });
 });
 after(async () => {
   await t?.close();
