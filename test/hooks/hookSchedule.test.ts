@@ -6,7 +6,8 @@ import { scheduleIdFor } from '../../src/hooks/schedules.js';
 import { scheduledTaskId } from '../../src/hooks/scheduledTaskId.js';
 import { hookScheduleSweep } from '../../src/hooks/reconcileSweep.js';
 import { LazyTemporalClient } from '../../src/temporal/connection.js';
-import { eventually, startStack, type Stack } from '../../support/stack.js';
+import { eventually, type Stack } from '../../support/stack.js';
+import { ok, stackWithHookRole } from './hookStack.js';
 import { fastTask } from '../../support/graphs.js';
 
 /*
@@ -21,20 +22,12 @@ const base = `/api/hooks/v1/hooks/${hook.hookGroupId}/${hook.hookId}`;
 const STEP_MS = 2000;
 
 before(async () => {
-  stack = await startStack();
-  ok(await stack.api.request('PUT', `/api/auth/v1/roles/${encodeURIComponent('hook-id:sched/*')}`, {
-    description: 'scheduled hooks',
-    scopes: ['queue:create-task:lowest:tgs-test/fast', 'queue:scheduler-id:-'],
-  }));
+  stack = await stackWithHookRole('sched', 'scheduled hooks');
 });
 after(async () => {
   await stack?.stop();
 });
 
-function ok(res: { status: number; body: any }) {
-  assert.ok(res.status < 400, `${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
 
 interface Fire {
   taskId: string;

@@ -4,7 +4,8 @@ import { scheduleIdFor } from '../../src/hooks/schedules.js';
 import { scheduledTaskId } from '../../src/hooks/scheduledTaskId.js';
 import { hookScheduleSweep } from '../../src/hooks/reconcileSweep.js';
 import { LazyTemporalClient } from '../../src/temporal/connection.js';
-import { eventually, startStack, type Stack } from '../../support/stack.js';
+import { eventually, type Stack } from '../../support/stack.js';
+import { ok, stackWithHookRole } from './hookStack.js';
 import { fastTask } from '../../support/graphs.js';
 
 /*
@@ -14,20 +15,12 @@ import { fastTask } from '../../support/graphs.js';
 
 let stack: Stack;
 before(async () => {
-  stack = await startStack();
-  ok(await stack.api.request('PUT', `/api/auth/v1/roles/${encodeURIComponent('hook-id:control/*')}`, {
-    description: 'controlled hooks',
-    scopes: ['queue:create-task:lowest:tgs-test/fast', 'queue:scheduler-id:-'],
-  }));
+  stack = await stackWithHookRole('control', 'controlled hooks');
 });
 after(async () => {
   await stack?.stop();
 });
 
-function ok(res: { status: number; body: any }) {
-  assert.ok(res.status < 400, `${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
 
 const daily = (name: string) => ({
   metadata: { name, description: 'daily at 03:00', owner: 'hooks@example.com' },
