@@ -19,6 +19,7 @@ export function renderMarkdown(r: Results): string {
     const h = r.hop;
     lines.push(
       `| hop (chain of tasks) | p50 / p95 / p99 | ${fmt(h.p50_ms, ' ms')} / ${fmt(h.p95_ms, ' ms')} / ${fmt(h.p99_ms, ' ms')} | floor: signal → activity → UPDATE p50 ${fmt(h.floor_p50_ms, ' ms')}, p99 ${fmt(h.floor_p99_ms, ' ms')} (local activity p50 ${fmt(h.floor_local_p50_ms, ' ms')}); queue floor scheduleTask → claimed p50 ${fmt(h.queue_floor_p50_ms, ' ms')}; split: report → signal p50 ${fmt(h.report_to_signal_p50_ms, ' ms')}, signal → claimed p50 ${fmt(h.signal_to_claim_p50_ms, ' ms')} (signal → pending ${fmt(h.signal_to_pending_p50_ms, ' ms')}, pending → claimed ${fmt(h.pending_to_claim_p50_ms, ' ms')}) | p50 ≤ 30 ms, p99 ≤ 250 ms, p50 ≤ 2× floor (${h.floor_p50_ms ? (h.p50_ms / h.floor_p50_ms).toFixed(1) : '—'}×) |`,
+      `| hop of a cache hit (chain of cached nodes) | ready → dependent scheduled p50 (hit / normal), hit p99 | ${fmt(h.cache_hit_hop_p50_ms, ' ms')} / ${fmt(h.cache_miss_hop_p50_ms, ' ms')}, ${fmt(h.cache_hit_hop_p99_ms, ' ms')} | the same chain run twice: its misses, then its hits (run times, ms resolution) | hit < normal |`,
     );
   }
   if (r.throughput) {

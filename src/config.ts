@@ -1,3 +1,5 @@
+import { parseCacheTiers } from './taskCache/tiers.js';
+
 /** All configuration comes from the environment; every variable is documented in docs/configuration.md. */
 export interface Config {
   /** Postgres URL, or `pglite:///<dir>` for the embedded database (src/db/pglite.ts; what `tgs dev` uses without DATABASE_URL). */
@@ -47,6 +49,8 @@ export interface Config {
    * ~8 bytes a node and Temporal refuses inputs over 2 MB, so past ~260,000 nodes a graph could not go on.
    */
   maxGraphNodes: number;
+  /** TGS_CACHE_TIERS: the cache tiers, highest first (src/taskCache/tiers.ts) */
+  cacheTiers: string[];
   /**
    * The tgs client a graph started directly on Temporal acts as: its scopes must cover the graph as they would
    * over HTTP. Empty refuses Temporal-native graphs (access to the Temporal namespace is not root).
@@ -162,6 +166,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     bridgeQueueType: bridgeQueueTypeFromEnv(env),
     // what bounds it: src/scheduler/nodeLimit.ts
     maxGraphNodes: intFromEnv(env, 'TGS_MAX_GRAPH_NODES', 300_000),
+    cacheTiers: parseCacheTiers(env.TGS_CACHE_TIERS),
     temporalClientId: env.TGS_TEMPORAL_CLIENT_ID ?? '',
     metricsPort: intFromEnv(env, 'TGS_METRICS_PORT', 0),
     logLevel: logLevelFromEnv(env),

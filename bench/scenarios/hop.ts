@@ -140,6 +140,47 @@ async function queueFloor(stack: BenchStack, sizes: Sizes) {
   return times;
 }
 
+/**
+ * The hop of a cache hit (docs/formats.md § Cached tasks) against a normal hop, both ready → the dependent
+ * scheduled, from the runs' own times (written in the transactions that made them, ms resolution). A chain of
+ * cached nodes runs twice: the first time every node misses and runs (a normal hop: a run's `resolved` → the next
+ * run's `scheduled`), the second time every node is a hit (a hit's run is resolved in the dispatch that would have
+ * scheduled it, so a hop is one `resolved` → the next).
+ */
+async function cachedChain(stack: BenchStack, sizes: Sizes) {
+  const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'chain-cache', concurrency: 2 });
+  const labels = Array.from({ length: sizes.chain }, (_, i) => `c${i}`);
+  const runChain = async () => {
+    const graph = graphOf(Object.fromEntries(labels.map((l, i) => [l, { requires: i ? [labels[i - 1]] : [] }])), 'bench');
+    for (const [label, node] of Object.entries(graph.tasks)) {
+      (node.task as { workerType: string }).workerType = 'chain-cache';
+      (node as { cache?: unknown }).cache = { name: `bench-${label}` };
+    }
+    const id = slugid.nice();
+    const res = await stack.root.request('scheduler', 'PUT', `/task-graph/${id}`, graph);
+    const ids = new Map<string, string>(res.tasks.map((t: { label: string; taskId: string }) => [t.label, t.taskId]));
+    await eventually(async () => (await stack.root.request('scheduler', 'GET', `/task-graph/${id}/status`)).status.state === 'finished', 'cached chain finished', 600_000);
+    const runs: { scheduled: number; resolved: number; cached: boolean }[] = [];
+    for (const label of labels) {
+      const run = (await stack.root.request('queue', 'GET', `/task/${ids.get(label)}/status`)).status.runs[0];
+      runs.push({ scheduled: Date.parse(run.scheduled), resolved: Date.parse(run.resolved), cached: run.cachedFrom !== undefined });
+    }
+    return runs;
+  };
+  const first = await runChain();
+  // every completion indexed before the second chain looks them up: the last node's entry is written last
+  await eventually(async () => (await stack.root.request('scheduler', 'GET', `/cache/default/bench-${labels.at(-1)}`)).entries.length > 0, 'cache entries written', 60_000);
+  const second = await runChain();
+  await worker.stop();
+  const miss: number[] = [];
+  const hit: number[] = [];
+  for (let i = 1; i < labels.length; i++) {
+    miss.push(first[i].scheduled - first[i - 1].resolved);
+    hit.push(second[i].resolved - second[i - 1].resolved);
+  }
+  return { miss, hit, hits: second.filter((r) => r.cached).length };
+}
+
 /** Hop latency over a chain of tasks, against the bare Temporal floor (regular and local activity) and the queue's floor. */
 export async function run(stack: BenchStack, sizes: Sizes) {
   stack.log(`hop: chain of ${sizes.chain}`);
@@ -149,6 +190,9 @@ export async function run(stack: BenchStack, sizes: Sizes) {
   const floorLocal = await temporalFloor(stack, sizes, 'local');
   stack.log('hop: queue floor (scheduleTask → claimed)');
   const qf = await queueFloor(stack, sizes);
+  stack.log(`hop: a chain of ${sizes.chain} cached nodes, run twice (misses, then hits)`);
+  const cached = await cachedChain(stack, sizes);
+  if (cached.hits !== sizes.chain) throw new Error(`the second cached chain reused ${cached.hits} of ${sizes.chain} nodes`);
   return {
     p50_ms: percentile(hops, 50), p95_ms: percentile(hops, 95), p99_ms: percentile(hops, 99),
     floor_p50_ms: percentile(floor, 50), floor_p99_ms: percentile(floor, 99),
@@ -158,5 +202,7 @@ export async function run(stack: BenchStack, sizes: Sizes) {
     report_to_signal_p50_ms: percentile(toSignal, 50), signal_to_claim_p50_ms: percentile(fromSignal, 50),
     // signal → claimed split at the moment the dispatch activity made the task pending (ms resolution)
     signal_to_pending_p50_ms: percentile(toPending, 50), pending_to_claim_p50_ms: percentile(pendingToClaim, 50),
+    // ready → the dependent scheduled: a normal hop (completed → next pending) and a cache hit's (resolved → next resolved)
+    cache_miss_hop_p50_ms: percentile(cached.miss, 50), cache_hit_hop_p50_ms: percentile(cached.hit, 50), cache_hit_hop_p99_ms: percentile(cached.hit, 99),
   };
 }

@@ -20,6 +20,7 @@ import { createTaskGraph } from '../scheduler/createTaskGraph.js';
 import type { Logger } from '../log.js';
 import { observeHops } from '../observability/hops.js';
 import { withHeartbeat } from './heartbeat.js';
+import { resolveReadyFromCache } from '../taskCache/dispatch.js';
 import { hookActivities } from './hooks.js';
 
 export interface ActivityDeps {
@@ -121,8 +122,11 @@ export function createActivities(deps: ActivityDeps) {
         const members = await memberTaskIds(client, taskGraphId, taskIds);
         const wanted = items.filter((i) => i.kind === 'schedule').map((i) => i.taskId);
         const ready = await readyTasks(client, wanted.filter((id) => members.has(id)));
-        const toSchedule = wanted.filter((id) => ready.has(id));
+        const readyIds = wanted.filter((id) => ready.has(id));
         unready.push(...wanted.filter((id) => !ready.has(id)));
+        // cached nodes found in the cache are resolved from it instead (their resolutions come back below)
+        const fromCache = readyIds.length > 0 ? await resolveReadyFromCache(client, config, taskGraphId, readyIds, new Date()) : new Set<string>();
+        const toSchedule = fromCache.size > 0 ? readyIds.filter((id) => !fromCache.has(id)) : readyIds;
         if (toSchedule.length > 0) {
           const statuses = await scheduleTasks(client, config, toSchedule);
           const firstRuns = statuses.filter((s) => s.state === 'pending' && s.runs.length === 1);

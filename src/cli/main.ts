@@ -11,6 +11,7 @@ import { registerGraphCommand } from './commands/graph.js';
 import { registerTaskCommand } from './commands/task.js';
 import { registerRotateIssuerTokenCommand } from './commands/rotateIssuerToken.js';
 import { registerIndexCommand } from './commands/indexLookup.js';
+import { registerCacheCommand } from './commands/cache.js';
 import { registerHookCommand } from './commands/hook.js';
 
 /** The `tgs` program: every command registers itself from src/cli/commands/<command>.ts. */
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
   registerTaskCommand(program);
   registerRotateIssuerTokenCommand(program);
   registerIndexCommand(program);
+  registerCacheCommand(program);
   registerHookCommand(program);
   return program;
 }

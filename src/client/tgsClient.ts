@@ -23,6 +23,8 @@ export interface TaskGraphNode {
   reruns?: number;
   /** a queue task definition; `{"$subs": "taskId:<label>"}` anywhere in it becomes that label's taskId */
   task: Record<string, unknown>;
+  /** reuse an identical completed task instead of running (docs/formats.md § Cached tasks) */
+  cache?: { name: string; tier?: string; digestData?: unknown; maxAge?: number | string; mode?: 'use' | 'refresh' | 'off' };
 }
 
 /** A task-graph as `PUT /task-graph/<taskGraphId>` takes it (docs/formats.md § Task-graph format). */
@@ -32,6 +34,8 @@ export interface TaskGraph {
   scopes?: string[];
   metadata?: { name?: string; description?: string; owner?: string; source?: string };
   tags?: Record<string, string>;
+  /** every cached node's mode at most this (docs/formats.md § Cached tasks) */
+  cacheMode?: 'use' | 'refresh' | 'off';
 }
 
 /** The task-graph status structure (docs/formats.md). */

@@ -56,6 +56,9 @@ export const completionEntries = (param: string) => `
                                                       THEN t.definition->'routes' ELSE '[]'::jsonb END) AS r(route)
     CROSS JOIN LATERAL (SELECT substr(r.route, 7) AS path) e
    WHERE r.route LIKE 'index.%' AND length(e.path) <= ${MAX_NAMESPACE_LENGTH} AND e.path ~ ${NAMESPACE_SQL_PATTERN}
+     -- a run resolved from the cache does not write the cache's entry: it points at its source already, and
+     -- pointing the entry at the hit would outlive the source's artifacts (docs/formats.md § Cached tasks)
+     AND NOT (e.path LIKE 'tgs.cache.%' AND t.runs -> -1 ? 'cachedFrom')
      AND (x.index->'rank' IS NULL OR jsonb_typeof(x.index->'rank') = 'number')
      AND (x.index->'data' IS NULL OR jsonb_typeof(x.index->'data') = 'object')
      AND (x.index->'expires' IS NULL OR tgs_index_expires(x.index->'expires') IS NOT NULL)`;

@@ -120,6 +120,12 @@ export async function deleteIndexedTask(db: Queryable, path: string): Promise<bo
   return (rowCount ?? 0) > 0;
 }
 
+/** Removes every entry directly in `namespace` (a cache purge by name: src/taskCache/api.ts). How many there were. */
+export async function deleteIndexedTasksIn(db: Queryable, namespace: string): Promise<number> {
+  const { rowCount } = await db.query('DELETE FROM indexed_tasks WHERE namespace = $1', [namespace]);
+  return rowCount ?? 0;
+}
+
 /**
  * The unexpired entries directly in `namespace` ('' is the root), by name, after the name `after` (keyset paging:
  * a page never repeats or skips an entry that stays, whatever is written meanwhile); at most `limit`.

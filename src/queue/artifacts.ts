@@ -228,8 +228,20 @@ export async function storeArtifactData(
   return total;
 }
 
+/**
+ * SQL: the (task_id, run_id) whose artifacts run $2 of task `t` ($1) has: its own, or for a run resolved from the
+ * cache the source's (docs/formats.md § Cached tasks). Readers get the source's rows, so the source's expiry and
+ * kind apply, and a download is signed for the source's artifact; the scope asked is the artifact's name either way.
+ */
+const ARTIFACT_RUN = `SELECT COALESCE(t.runs -> $2::int -> 'cachedFrom' ->> 'taskId', t.task_id) AS task_id,
+         COALESCE((t.runs -> $2::int -> 'cachedFrom' ->> 'runId')::int, $2::int) AS run_id
+    FROM tasks t WHERE t.task_id = $1`;
+
 export async function loadArtifact(db: Queryable, a: { taskId: string; runId: number; name: string }): Promise<ArtifactRow> {
-  const { rows } = await db.query<ArtifactRow>('SELECT * FROM artifacts WHERE task_id = $1 AND run_id = $2 AND name = $3', [a.taskId, a.runId, a.name]);
+  const { rows } = await db.query<ArtifactRow>(
+    `SELECT a.* FROM (${ARTIFACT_RUN}) s JOIN artifacts a ON a.task_id = s.task_id AND a.run_id = s.run_id AND a.name = $3`,
+    [a.taskId, a.runId, a.name],
+  );
   if (!rows[0]) throw new TgsError('ResourceNotFound', `Artifact ${a.name} of task ${a.taskId} run ${a.runId} not found`);
   return rows[0];
 }
@@ -290,12 +302,15 @@ export async function listArtifacts(
   after: string,
   limit: number,
 ): Promise<ReturnType<typeof artifactSummary>[]> {
-  const { rows: run } = await db.query<{ ok: boolean }>('SELECT jsonb_array_length(runs) > $2 AS ok FROM tasks WHERE task_id = $1', [taskId, runId]);
+  const { rows: run } = await db.query<{ ok: boolean; task_id: string; run_id: number }>(
+    `SELECT jsonb_array_length(t.runs) > $2 AS ok, s.task_id, s.run_id FROM tasks t, (${ARTIFACT_RUN}) s WHERE t.task_id = $1`,
+    [taskId, runId],
+  );
   if (!run[0]) throw new TgsError('ResourceNotFound', `task ${taskId} not found`);
   if (!run[0].ok) throw new TgsError('ResourceNotFound', `task ${taskId} has no run ${runId}`);
   const { rows } = await db.query<ArtifactRow>(
     'SELECT * FROM artifacts WHERE task_id = $1 AND run_id = $2 AND name > $3 ORDER BY name LIMIT $4',
-    [taskId, runId, after, limit],
+    [run[0].task_id, run[0].run_id, after, limit],
   );
   return rows.map(artifactSummary);
 }

@@ -13,6 +13,8 @@ export interface RunOf<State extends string> {
   scheduled: string;
   started?: string;
   resolved?: string;
+  /** a run resolved from the cache: the run it reuses (docs/formats.md § Cached tasks) */
+  cachedFrom?: { taskId: string; runId: number; key: string; tier: string };
 }
 
 /** Taskcluster allows at most 50 runs of a task (runIds 0 to 49). */

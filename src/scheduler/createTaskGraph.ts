@@ -11,6 +11,7 @@ import { GraphIntake, readGraphBody, type LabelledTask } from './graphIntake.js'
 import { graphHash } from './graphHash.js';
 import { bodyMembers, type GraphBody } from './bodyMembers.js';
 import { getGraph, setNodeCounts, type GraphRow } from './graphStore.js';
+import type { CacheMode } from '../taskCache/spec.js';
 
 export interface CreatedGraph {
   graph: GraphRow;
@@ -23,6 +24,7 @@ export interface GraphEnvelope {
   scopes: string[];
   metadata: Record<string, string>;
   tags: Record<string, string>;
+  cacheMode: CacheMode;
 }
 
 /** A stored graph's members, read 5,000 at a time in idx order once the answer asks for them. */
@@ -97,12 +99,16 @@ export async function createTaskGraph(
       const envelope = validateInput<GraphEnvelope>(graphEnvelopeSchema, raw);
       if (!tasksSeen) throw new TgsError('InputValidationError', "Input does not match the schema:\nbody must have required property 'tasks'");
       intake.finish(envelope.scopes);
+      // graphs stored before `cacheMode` existed were hashed without it: its default must not change their hash
+      const { cacheMode, ...rest } = envelope;
+      const hashed = cacheMode === 'use' ? rest : envelope;
       options.authorize?.({ AllOf: ['scheduler:create-task-graph', ...envelope.scopes] });
       if (already) {
-        const hash = intake.keptNodes ? graphHash({ ...envelope, tasks: intake.keptNodes }) : intake.graphHash({ ...envelope });
+        const hash = intake.keptNodes ? graphHash({ ...hashed, tasks: intake.keptNodes }) : intake.graphHash({ ...hashed });
         if (already.graph_hash !== hash) throw conflict(taskGraphId);
         return { graph: already, tasks: storedTasks(pool, taskGraphId), created: false };
       }
+      await intake.finishCache(client, cacheMode);
       await writeChunk();
       if (intake.routingAssumed && envelope.routing !== '') {
         // The body's routing came after its tasks, which were written with none (`_.<task routing>`).
@@ -115,7 +121,7 @@ export async function createTaskGraph(
       const { rows } = await client.query<GraphRow>(
         `UPDATE task_graphs SET routing = $2, graph_hash = $3, scopes = $4, metadata = $5, tags = $6, updated = now()
          WHERE task_graph_id = $1 RETURNING *`,
-        [taskGraphId, envelope.routing, intake.graphHash({ ...envelope }), envelope.scopes, envelope.metadata, envelope.tags],
+        [taskGraphId, envelope.routing, intake.graphHash({ ...hashed }), envelope.scopes, envelope.metadata, envelope.tags],
       );
       await setNodeCounts(client, taskGraphId, intake.count, intake.count);
       await announceDefined(client, taskGraphId, 0, intake.count);

@@ -45,6 +45,8 @@ export async function extendTaskGraph(
     if (!tasksSeen) throw new TgsError('InputValidationError', "Input does not match the schema:\nbody must have required property 'tasks'");
     // the graph's declared scopes bound what its tasks may use, as at create
     intake.finish(graph.scopes);
+    // an extend has no envelope: its cached nodes keep their own modes
+    await intake.finishCache(client, 'use');
     await intake.flush(client);
     const nodeCount = graph.node_count + intake.count;
     await setNodeCounts(client, taskGraphId, nodeCount, intake.count);

@@ -7,14 +7,18 @@ import { scopeSatisfied, type ScopeExpression } from '../auth/scopes.js';
 import { insertNewTasks } from '../queue/createTasks.js';
 import { createTaskScopes } from '../queue/createTaskScopes.js';
 import type { TaskDefinition } from '../queue/definition.js';
-import { graphNodeSchema, LABEL_PATTERN } from './graphSchema.js';
-import { describeGraphErrors, prepareNode, type GraphErrors } from './prepareGraph.js';
+import { graphNodeSchema, LABEL_PATTERN, type GraphNodeInput } from './graphSchema.js';
+import { describeGraphErrors, prepareNode, substitute, type GraphErrors } from './prepareGraph.js';
 import { canonicalDigest } from './graphHash.js';
 import { memberNodesInsert } from './graphStore.js';
 import { ByteRecords, Int32Blocks } from './blocks.js';
 import { LabelTable } from './labelTable.js';
 import { refuseOverNodeLimit } from './nodeLimit.js';
 import type { StreamedMember } from '../api/jsonObjectStream.js';
+import { cacheSpec, effectiveMode, type CacheMode } from '../taskCache/spec.js';
+import { computeNodeKeys, type HeldNode } from '../taskCache/graphKeys.js';
+import { cachePath } from '../taskCache/tiers.js';
+import { cacheKeysOf, extendNeededUntil, insertCacheRows, type CacheRow } from '../taskCache/store.js';
 
 /**
  * Nodes validated, then written per chunk in the caller's transaction: a 100,000-task graph is never held whole.
@@ -85,6 +89,11 @@ export class GraphIntake {
   private readonly authorized = new Set<string>();
   /** distinct task `scopes` lists, with a few labels each, for the graph-scopes check at the end */
   private readonly taskScopes = new Map<string, { scopes: string[]; labels: string[] }>();
+  /** cached nodes, written only once every key is known (finishCache) */
+  private held: { node: HeldNode; pending: PendingNode }[] = [];
+  /** each new node's deadline (ms), by idx - startIdx: a cached node's source must outlive its dependents' */
+  private deadlines = new Float64Array(1024);
+  private cacheRows: CacheRow[] = [];
   private routing: string | undefined;
   /** nodes prepared before `routing` was known, with the default (empty) graph routing */
   private assumedRouting = false;
@@ -188,7 +197,7 @@ export class GraphIntake {
       (problems.length > 0 ? problems : describeErrors(validate.errors, `tasks.${label}`).split('\n')).forEach((m) => this.fail(label, m));
       return;
     }
-    const node = value as { requires: string[]; reruns: number; task: Record<string, unknown> };
+    const node = value as GraphNodeInput;
     // the schema's uniqueItems too, checked here: ajv's misses a repeated "__proto__" (found by the graph fuzzer)
     if (new Set(node.requires).size !== node.requires.length) {
       this.fail(label, 'requires names a label more than once');
@@ -229,6 +238,7 @@ export class GraphIntake {
       return;
     }
     const { definition } = prepared;
+    this.setDeadline(idx, Date.parse(definition.deadline));
     const scopesKey = JSON.stringify(definition.scopes ?? []);
     const scopesSeen = this.taskScopes.get(scopesKey);
     if (!scopesSeen) this.taskScopes.set(scopesKey, { scopes: definition.scopes ?? [], labels: [label] });
@@ -238,19 +248,116 @@ export class GraphIntake {
       this.options.authorize?.(createTaskScopes(definition));
       this.authorized.add(key);
     }
+    const spec = node.cache ? cacheSpec(node.cache, this.options.config.cacheTiers) : undefined;
+    if (spec && 'errors' in spec) spec.errors.forEach((m) => this.fail(label, m));
     if (this.errors.size > 0) {
       // nothing more will be written: only the problems are still of interest
       this.pending = [];
+      this.held = [];
       return;
     }
-    this.pending.push({
-      label,
-      idx,
-      taskId,
-      requires,
-      reruns: node.reruns,
-      definition,
-    });
+    const pending: PendingNode = { label, idx, taskId, requires, reruns: node.reruns, definition };
+    if (spec && !('errors' in spec)) {
+      const taskQueueId = `${definition.provisionerId}/${definition.workerType}`;
+      this.held.push({ node: { idx, label, spec, rawPayload: node.task.payload, requires, taskQueueId, scopes: definition.scopes }, pending });
+      return;
+    }
+    this.pending.push(pending);
+  }
+
+  private setDeadline(idx: number, ms: number) {
+    const at = idx - this.options.startIdx;
+    while (at >= this.deadlines.length) {
+      const next = new Float64Array(this.deadlines.length * 2);
+      next.set(this.deadlines);
+      this.deadlines = next;
+    }
+    this.deadlines[at] = ms;
+  }
+
+  /**
+   * After `finish`: the keys of the cached nodes (src/taskCache/graphKeys.ts), each one's route
+   * `index.tgs.cache.<tier>.<name>.<key>` (authorized like any route: the submitter needs its
+   * `queue:route:` scope), and their rows; they join the nodes the next flush writes. An extend's new nodes that
+   * require existing cached nodes move those nodes' `needed_until` up to their deadlines. Throws one 400 naming
+   * every offending label.
+   */
+  async finishCache(client: pg.PoolClient, graphMode: CacheMode): Promise<void> {
+    const start = this.options.startIdx;
+    const existingTaskIds = new Map<number, string>();
+    const existingRequired = new Set<number>();
+    for (let i = 0; i < this.requiresFrom.length; i++) if (this.requiresTo.at(i) < start) existingRequired.add(this.requiresTo.at(i));
+    for (const { node } of this.held) {
+      substitute(node.rawPayload, (label) => {
+        const idx = this.slot(label);
+        if (idx < start) existingRequired.add(idx);
+        return '';
+      }, []);
+    }
+    if (existingRequired.size > 0 && this.options.existing) {
+      for (const { taskId, idx } of this.options.existing.values()) if (existingRequired.has(idx)) existingTaskIds.set(idx, taskId);
+    }
+    const existingKeys = await cacheKeysOf(client, [...existingTaskIds.values()]);
+    // the latest deadline of each cached node's dependents (new nodes only: existing ones cannot require new ones)
+    const neededUntil = new Map<number, number>();
+    const existingNeeded = new Map<string, number>();
+    for (let i = 0; i < this.requiresFrom.length; i++) {
+      const from = this.requiresFrom.at(i);
+      const to = this.requiresTo.at(i);
+      const deadline = this.deadlines[from - start];
+      if (to >= start) neededUntil.set(to, Math.max(neededUntil.get(to) ?? 0, deadline));
+      else {
+        const taskId = existingTaskIds.get(to);
+        if (taskId !== undefined && existingKeys.has(taskId)) existingNeeded.set(taskId, Math.max(existingNeeded.get(taskId) ?? 0, deadline));
+      }
+    }
+    await extendNeededUntil(client, [...existingNeeded].map(([taskId, ms]) => ({ taskId, until: new Date(ms).toISOString() })));
+    if (this.held.length === 0) return;
+    const { keys, errors } = computeNodeKeys(
+      this.held.map((h) => h.node),
+      {
+        labelAt: (idx) => (idx >= start ? this.labelAt(idx) : ([...(this.options.existing ?? new Map()).entries()].find(([, v]) => v.idx === idx)?.[0] ?? String(idx))),
+        slot: (label) => this.slot(label),
+        existingKey: (idx) => {
+          const taskId = existingTaskIds.get(idx);
+          return taskId === undefined ? undefined : existingKeys.get(taskId);
+        },
+      },
+    );
+    for (const [label, message] of errors) this.fail(label, message);
+    for (const { node, pending } of this.held) {
+      const computed = keys.get(node.idx);
+      if (!computed) continue;
+      const mode = effectiveMode(node.spec.mode, graphMode);
+      const definition = pending.definition;
+      if (mode !== 'off') {
+        if (definition.routes.length >= 64) {
+          this.fail(node.label, 'is cached, which adds a route, and already has 64 routes (the most a task may have)');
+          continue;
+        }
+        definition.routes = [...definition.routes, `index.${cachePath(node.spec.tier, node.spec.name, computed.key)}`];
+        this.options.authorize?.(createTaskScopes(definition));
+      }
+      this.cacheRows.push({
+        taskId: pending.taskId,
+        taskGraphId: this.options.taskGraphId,
+        label: node.label,
+        name: node.spec.name,
+        tier: node.spec.tier,
+        key: computed.key,
+        inputs: computed.inputs,
+        mode,
+        maxAgeS: node.spec.maxAgeS,
+        neededUntil: new Date(Math.max(this.deadlines[node.idx - start], neededUntil.get(node.idx) ?? 0)).toISOString(),
+      });
+      this.pending.push(pending);
+    }
+    this.held = [];
+    if (this.errors.size > 0) {
+      this.pending = [];
+      this.cacheRows = [];
+      this.throwErrors();
+    }
   }
 
   private digest(idx: number, node: unknown) {
@@ -282,6 +389,10 @@ export class GraphIntake {
       now: new Date(),
       alongside: (first) => memberNodesInsert(this.options.taskGraphId, nodes, first),
     });
+    if (this.cacheRows.length > 0) {
+      await insertCacheRows(client, this.cacheRows);
+      this.cacheRows = [];
+    }
   }
 
   /**
@@ -300,11 +411,7 @@ export class GraphIntake {
       if (undefinedName(to)) this.fail(this.labelAt(this.subsFrom.at(i)), `$subs names unknown label ${JSON.stringify(this.labelAt(to))}`);
     }
     for (const idx of this.cycleMembers()) this.fail(this.labelAt(idx), 'is on a dependency cycle');
-    if (this.errors.size > 0) {
-      const labels = [...this.errors.keys()].sort();
-      const more = this.moreErrorLabels > 0 ? ` (and ${this.moreErrorLabels} more labels not listed)` : '';
-      throw new TgsError('InputValidationError', `${describeGraphErrors(this.errors)}${more}`, { labels });
-    }
+    if (this.errors.size > 0) this.throwErrors();
     if (graphScopes.length > 0) {
       // A graph that declares its scopes may only hold tasks whose scopes those cover (Taskcluster's rule).
       const over = [...this.taskScopes.values()].filter((t) => t.scopes.some((s) => !scopeSatisfied(graphScopes, s)));
@@ -312,6 +419,12 @@ export class GraphIntake {
         throw new TgsError('InputValidationError', `tasks use scopes the graph does not declare: ${over.flatMap((t) => t.labels).join(', ')}`);
       }
     }
+  }
+
+  private throwErrors(): never {
+    const labels = [...this.errors.keys()].sort();
+    const more = this.moreErrorLabels > 0 ? ` (and ${this.moreErrorLabels} more labels not listed)` : '';
+    throw new TgsError('InputValidationError', `${describeGraphErrors(this.errors)}${more}`, { labels });
   }
 
   /** New nodes on a requires cycle (Kahn's algorithm over the Int32 edge lists: what never reaches in-degree 0). */

@@ -1,9 +1,26 @@
 import type { JsonSchema } from '../api/endpoint.js';
+import { CACHE_MODES, type CacheInput } from '../taskCache/spec.js';
+import { CACHE_WORD } from '../taskCache/tiers.js';
 
 /** Limits of one task-graph (the default of TGS_MAX_GRAPH_NODES: src/scheduler/nodeLimit.ts says what bounds it). */
 export const MAX_GRAPH_TASKS = 300_000;
 export const MAX_RERUNS = 100;
 export const LABEL_PATTERN = '^[A-Za-z0-9_./:@+-]{1,255}$';
+
+/** A node's `cache` (docs/formats.md § Cached tasks; src/taskCache). */
+const cacheSchema: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: {
+    name: { type: 'string', pattern: CACHE_WORD.source },
+    tier: { type: 'string', pattern: CACHE_WORD.source },
+    digestData: {},
+    // seconds, or a duration such as "7 days"
+    maxAge: { oneOf: [{ type: 'integer', minimum: 0 }, { type: 'string', maxLength: 100 }] },
+    mode: { enum: [...CACHE_MODES], default: 'use' },
+  },
+};
 
 /** One node of a graph's `tasks` (validated one by one as the body streams in: src/scheduler/graphIntake.ts). */
 export const graphNodeSchema: JsonSchema = {
@@ -15,6 +32,7 @@ export const graphNodeSchema: JsonSchema = {
     reruns: { type: 'integer', minimum: 0, maximum: MAX_RERUNS, default: 0 },
     // validated as a task definition after $subs substitution, label by label
     task: { type: 'object' },
+    cache: cacheSchema,
   },
 };
 
@@ -33,6 +51,9 @@ const envelopeProperties = {
     default: {},
   },
   tags: { type: 'object', additionalProperties: { type: 'string', maxLength: 4096 }, default: {} },
+  // overrides every cached node's mode: `refresh` runs them all and overwrites their entries, `off` neither looks
+  // up nor writes (`tgs graph submit --refresh-cache` / `--no-cache`)
+  cacheMode: { enum: [...CACHE_MODES], default: 'use' },
 };
 
 /** The task-graph format (docs/formats.md) plus optional scopes, metadata and tags. */
@@ -71,6 +92,7 @@ export interface GraphNodeInput {
   requires: string[];
   reruns: number;
   task: Record<string, unknown>;
+  cache?: CacheInput;
 }
 
 const statusProperties = {

@@ -9,7 +9,7 @@ const LABEL = new RegExp(LABEL_PATTERN);
 const TASK_ROUTING_PATTERN = /^[A-Za-z0-9_-]{0,10}$/;
 
 /** Replaces every `{"$subs": "taskId:<label>"}` with that label's taskId; records malformed ones. */
-function substitute(value: unknown, taskIdOf: (label: string) => string, errors: string[]): unknown {
+export function substitute(value: unknown, taskIdOf: (label: string) => string, errors: string[]): unknown {
   if (Array.isArray(value)) return value.map((v) => substitute(v, taskIdOf, errors));
   if (value === null || typeof value !== 'object') return value;
   const record = value as Record<string, unknown>;

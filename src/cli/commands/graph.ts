@@ -82,6 +82,9 @@ function printTasks(tasks: GraphTask[]): void {
 
 interface SubmitOptions {
   wait?: boolean;
+  /** false with --no-cache */
+  cache: boolean;
+  refreshCache?: boolean;
   id?: string;
   json?: boolean;
   tail: string;
@@ -102,6 +105,8 @@ export function registerGraphCommand(program: Command): void {
     )
     .option('--wait', 'show progress until the graph finishes (exit 0), blocks or is canceled (exit 1)')
     .option('--id <taskGraphId>', 'the taskGraphId to use (a slugid; default: a new one)')
+    .option('--no-cache', 'run every cached node, and write no cache entry (the graph\'s cacheMode off)')
+    .option('--refresh-cache', 'run every cached node and overwrite its cache entry (cacheMode refresh)')
     .option('--json', 'print the API answer as JSON')
     .option(...tailOption)
     .action(async (file: string, opts: SubmitOptions) => {
@@ -110,8 +115,10 @@ export function registerGraphCommand(program: Command): void {
       const body = readGraphFile(file) as unknown as TaskGraph;
       const client = new TgsClient({ rootUrl: resolved.rootUrl, credentials: resolved.credentials });
       const graphMeta = (body.metadata ?? {}) as Record<string, string>;
+      const cacheMode = !opts.cache ? 'off' : opts.refreshCache ? 'refresh' : body.cacheMode;
       const graphBody: TaskGraph = {
         ...body,
+        ...(cacheMode ? { cacheMode } : {}),
         metadata: { name: path.basename(file).replace(/\.(json|ya?ml)$/i, ''), ...graphMeta },
         tasks: withTaskDefaults(body.tasks, {
           now: Date.now(),

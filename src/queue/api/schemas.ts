@@ -14,6 +14,12 @@ const run: JsonSchema = {
     scheduled: { type: 'string', format: 'date-time' },
     started: { type: 'string', format: 'date-time' },
     resolved: { type: 'string', format: 'date-time' },
+    // tgs: a run resolved from the cache names the run it reuses (docs/formats.md § Cached tasks)
+    cachedFrom: {
+      type: 'object',
+      required: ['taskId', 'runId', 'key', 'tier'],
+      properties: { taskId: { type: 'string' }, runId: { type: 'integer' }, key: { type: 'string' }, tier: { type: 'string' } },
+    },
   },
 };
 

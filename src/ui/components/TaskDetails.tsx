@@ -7,6 +7,7 @@ import type { RunOf } from '../../queue/run';
 import { duration, timestamp } from './format';
 import { TableHead } from './TableHead';
 import { TaskWhy } from './Why';
+import { href } from '../router';
 
 export type Run = RunOf<string>;
 
@@ -53,7 +54,22 @@ export function RunsTable({ runs }: { runs: Run[] }) {
               {r.reasonCreated}
               {r.reasonResolved ? ` → ${r.reasonResolved}` : ''}
             </td>
-            <td>{r.workerId ? `${r.workerGroup}/${r.workerId}` : ''}</td>
+            <td>
+              {r.cachedFrom ? (
+                // a run reused from the cache (docs/formats.md § Cached tasks): no worker ran it, the source did the work
+                <span class="cached" data-cached-from={r.cachedFrom.taskId}>
+                  cached from{' '}
+                  <a href={href(`task/${r.cachedFrom.taskId}`)} class="mono">
+                    {r.cachedFrom.taskId}
+                  </a>{' '}
+                  run {r.cachedFrom.runId} ({r.cachedFrom.tier})
+                </span>
+              ) : r.workerId ? (
+                `${r.workerGroup}/${r.workerId}`
+              ) : (
+                ''
+              )}
+            </td>
             <td title={r.scheduled ? `scheduled ${timestamp(r.scheduled)}` : ''}>{timestamp(r.started)}</td>
             <td>{timestamp(r.resolved)}</td>
             <td>{r.started ? duration((r.resolved ? Date.parse(r.resolved) : Date.now()) - Date.parse(r.started)) : ''}</td>
