@@ -97,6 +97,7 @@ class World {
   private role?: Promise<string>;
   private indexed?: Promise<string>;
   private hook?: Promise<{ hookId: string; token: string }>;
+  private cacheEntry?: Promise<{ name: string; key: string }>;
 
   /** A task claimed by a worker (run 0 running) with a private `s3` artifact whose bytes are uploaded. */
   claimedTask() {
@@ -127,7 +128,8 @@ class World {
         await call('PUT', `/api/scheduler/v1/task-graph/${taskGraphId}`, {
           routing: 'matrix',
           tasks: {
-            done: { task: task('done', `md-${this.id}`) },
+            // cached, so the cache's calls have a key and an entry to read and purge
+            done: { cache: { name: `matrix-${this.id}` }, task: task('done', `md-${this.id}`) },
             gate: { task: task('gate', `mg-${this.id}`) },
             waiting: { requires: ['gate'], task: task('waiting', `mg-${this.id}`) },
           },
@@ -143,6 +145,17 @@ class World {
       const handle = stack.client.workflow.getHandle(`task-graph/${taskGraphId}`);
       await eventually(async () => (await handle.query(taskQuery, { label: 'done' })).state === 'completed', 'the workflow saw `done` complete');
       return { taskGraphId, doneLabel: 'done', unscheduledTaskId: taskIdOf('waiting') };
+    })());
+  }
+
+  /** The cache entry `done`'s completion wrote (docs/formats.md § Cached tasks): its name and key. */
+  cachedEntry() {
+    return (this.cacheEntry ??= (async () => {
+      const { taskGraphId } = await this.runningGraph();
+      const { key } = ok(await call('GET', `/api/scheduler/v1/task-graph/${taskGraphId}/cache/done`), 'why done');
+      const name = `matrix-${this.id}`;
+      await eventually(async () => (await call('GET', `/api/index/v1/task/tgs.cache.default.${name}.${key}`)).status === 200, 'the cache entry indexed');
+      return { name, key };
     })());
   }
 
@@ -250,6 +263,9 @@ const PARAMS: Record<string, Candidate[]> = {
   hookGroupId: [existing(async (w) => (await w.existingHook(), HOOK_GROUP))],
   hookId: [existing(async (w) => segment((await w.existingHook()).hookId)), fresh(() => segment(`new/${randomBytes(4).toString('hex')}`))],
   token: [existing(async (w) => (await w.existingHook()).token)],
+  cacheTier: [existing(async () => 'default')],
+  cacheName: [existing(async (w) => (await w.cachedEntry()).name)],
+  cacheKey: [existing(async (w) => (await w.cachedEntry()).key)],
   taskIdOrLabel: [existing(async (w) => (await w.runningGraph()).doneLabel), existing(async (w) => (await w.runningGraph()).unscheduledTaskId)],
 };
 
