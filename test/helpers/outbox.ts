@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Config } from '../../src/config.js';
-import { DEFERRED_COLUMNS, OUTBOX_COLUMNS, outboxMessage, type OutboxRow } from '../../src/exchanges/relay.js';
+import { DEFERRED_COLUMNS, OUTBOX_COLUMNS, type OutboxRow } from '../../src/exchanges/outboxStore.js';
+import { outboxMessage } from '../../src/exchanges/outboxMessage.js';
 
 /**
  * The outbox as the relay would publish it (rows written for rendering are rendered): its deferred lane (a graph's
