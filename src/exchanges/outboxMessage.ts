@@ -1,6 +1,7 @@
 import type { Config } from '../config.js';
 import { taskMessage } from '../queue/messages.js';
 import type { TaskRow } from '../queue/taskRow.js';
+import { completionToIndex } from '../indexService/completions.js';
 import type { OutboxRow } from './outboxStore.js';
 
 /** A message as the relay publishes it. */
@@ -24,4 +25,76 @@ export function outboxMessage(config: Config, row: OutboxRow): RelayMessage {
   };
   const message = taskMessage(config, row.render, taskRow, runId);
   return { exchange: message.exchange, routingKey: message.routingKey, cc: message.cc ?? [], payload: message.payload, messageId: message.messageId ?? row.message_id };
+}
+
+/** AMQP's short strings (a routing key, a message id) hold at most 255 bytes; amqplib throws at publish past them. */
+const SHORT_STRING_BYTES = 255;
+
+/** What the relay needs to know to publish rows: its configuration, the exchanges it declares, the one it indexes. */
+export interface PublishContext {
+  config: Config;
+  /** every exchange the relay declares on its connection (allExchangeNames) */
+  declared: ReadonlySet<string>;
+  /** the exchange whose messages with `index.` routes are indexed (completedExchange) */
+  indexed: string;
+}
+
+/**
+ * The message of `row` as the relay can publish it (`index`: the completed task to index, if any), or why it never
+ * can: a row whose rendering throws (its snapshot fails the message schema, or is no task row at all), whose
+ * exchange is not one the relay declares (RabbitMQ would close the channel with 404 at every try), or whose routing
+ * key or message id is longer than AMQP allows (amqplib throws at publish). Each reason depends on the row and the
+ * relay's configuration alone, so trying again cannot change it; whatever fails later (publishing, the confirm, the
+ * delete) is the broker's or Postgres' state and is retried instead. Pure: the relay calls it for every row of a
+ * batch before it publishes any.
+ */
+export function publishable(
+  context: PublishContext,
+  row: OutboxRow,
+): { message: RelayMessage; index: string | undefined; reason?: undefined } | { message?: undefined; index?: undefined; reason: string } {
+  let message: RelayMessage;
+  let index: string | undefined;
+  try {
+    message = outboxMessage(context.config, row);
+    index = completionToIndex(context.indexed, message);
+  } catch (err) {
+    return { reason: `cannot be rendered as a ${row.render ?? 'message'} message: ${shortReason(err)}` };
+  }
+  const declared = context.declared;
+  if (!declared.has(message.exchange)) return { reason: `its exchange ${JSON.stringify(message.exchange.slice(0, 300))} is not one the relay declares` };
+  const keyBytes = Buffer.byteLength(message.routingKey);
+  if (keyBytes > SHORT_STRING_BYTES) return { reason: `its routing key is ${keyBytes} bytes long; AMQP allows ${SHORT_STRING_BYTES}` };
+  const idBytes = Buffer.byteLength(message.messageId);
+  if (idBytes > SHORT_STRING_BYTES) return { reason: `its message id is ${idBytes} bytes long; AMQP allows ${SHORT_STRING_BYTES}` };
+  return { message, index };
+}
+
+/** An error's first three lines on one, at most 500 characters: a schema error lists every problem on a line of its own. */
+function shortReason(err: unknown): string {
+  const lines = (err instanceof Error ? err.message : String(err)).split('\n').map((line) => line.trim()).filter((line) => line !== '');
+  const shown = lines.slice(0, 3).reduce((text, line) => (text === '' ? line : `${text}${text.endsWith(':') ? ' ' : '; '}${line}`), '');
+  return shown.length > 500 ? `${shown.slice(0, 500)}…` : shown;
+}
+
+/** A batch's rows sorted out: those to publish (in the batch's order) and those that can never be published. */
+export interface CheckedBatch {
+  publish: Array<{ row: OutboxRow; message: RelayMessage }>;
+  dead: Array<{ row: OutboxRow; reason: string }>;
+  /** the completed tasks with `index.` routes among the messages to publish (src/indexService/completions.ts) */
+  toIndex: string[];
+}
+
+/** Sorts a batch's rows out with publishable, keeping their order. */
+export function checkBatch(context: PublishContext, rows: OutboxRow[]): CheckedBatch {
+  const batch: CheckedBatch = { publish: [], dead: [], toIndex: [] };
+  for (const row of rows) {
+    const checked = publishable(context, row);
+    if (checked.reason !== undefined) {
+      batch.dead.push({ row, reason: checked.reason });
+      continue;
+    }
+    batch.publish.push({ row, message: checked.message });
+    if (checked.index !== undefined) batch.toIndex.push(checked.index);
+  }
+  return batch;
 }

@@ -4,8 +4,9 @@ import type { QueueExchange } from './exchanges.js';
 import type { OutboxReadPlan } from './outboxCursor.js';
 
 /**
- * The relay's statements on the outbox (migration 001) and its deferred lane (outbox_deferred, migration 021): reads
- * and deletes of published rows. The writers' side (enqueueMessages) is src/exchanges/outbox.ts.
+ * The relay's statements on the outbox (migration 001), its deferred lane (outbox_deferred, migration 021) and its
+ * dead letters (outbox_dead_letters, migration 028): reads, deletes of published rows, the move of rows that can
+ * never be published. The writers' side (enqueueMessages) is src/exchanges/outbox.ts.
  */
 
 /** The most rows a read returns: every batch costs a lock-session round trip, a read, a confirm wait and a delete. */
@@ -136,4 +137,45 @@ export async function outboxSequenceCache(db: Queryable): Promise<number | undef
   const { rows } = await db.query<{ cache: number }>(SEQUENCE_CACHE);
   return rows[0]?.cache;
 }
+
+/**
+ * Moves outbox rows $1 (reasons $2) and deferred rows $3 (reasons $4) to outbox_dead_letters (migration 028): the
+ * delete and the insert are one statement, so a row is in exactly one of the tables whatever fails. Returns the rows
+ * moved (a row another relay moved first is not among them, so it is logged once).
+ */
+const DEAD_LETTER = `WITH o_dead AS (SELECT * FROM unnest($1::bigint[], $2::text[]) AS x(id, reason)),
+    d_dead AS (SELECT * FROM unnest($3::bigint[], $4::text[]) AS x(id, reason)),
+    o AS (DELETE FROM outbox WHERE id IN (SELECT id FROM o_dead) RETURNING *),
+    d AS (DELETE FROM outbox_deferred WHERE id IN (SELECT id FROM d_dead) RETURNING *)
+  INSERT INTO outbox_dead_letters (lane, source_id, message_id, exchange, routing_key, cc, payload, render, task_id, created, reason)
+  SELECT * FROM (
+    SELECT 'outbox', o.id, o.message_id, o.exchange, o.routing_key, o.cc, o.payload, o.render, NULL, o.created, o_dead.reason
+      FROM o JOIN o_dead USING (id)
+    UNION ALL
+    SELECT 'deferred', d.id, d.message_id, '', '', '{}', d.payload, d.render, d.task_id, d.created, d_dead.reason
+      FROM d JOIN d_dead USING (id)) moved(lane, source_id)
+  -- the order they were to be published in (a deferred row goes ahead of the outbox's): dead letters' ids keep it
+  ORDER BY lane = 'outbox', source_id
+  RETURNING id, lane, source_id, message_id`;
+
+/** A row set aside: its id in outbox_dead_letters, the lane and id it had, its message id. */
+export interface DeadLetter {
+  id: number;
+  lane: 'outbox' | 'deferred';
+  source_id: number;
+  message_id: string;
+}
+
+/** Moves rows that can never be published to outbox_dead_letters with their reasons; returns those moved. */
+export async function moveToDeadLetters(db: Queryable, rows: Array<{ row: OutboxRow; reason: string }>): Promise<DeadLetter[]> {
+  const outbox = rows.filter((r) => !r.row.deferred);
+  const deferred = rows.filter((r) => r.row.deferred);
+  const { rows: moved } = await db.query<DeadLetter>(
+    prepared(DEAD_LETTER, [outbox.map((r) => r.row.id), outbox.map((r) => r.reason), deferred.map((r) => r.row.id), deferred.map((r) => r.reason)]),
+  );
+  return moved.sort((a, b) => a.id - b.id);
+}
+
+/** An SQL expression: the rows in outbox_dead_letters (the gauge tgs_outbox_dead_letters). */
+export const DEAD_LETTER_COUNT = '(SELECT count(*) FROM outbox_dead_letters)';
 

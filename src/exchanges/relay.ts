@@ -4,21 +4,22 @@ import { connectSession, createPool } from '../db/pool.js';
 import { sendTogether, type BusConfirmChannel, type BusConnection } from './bus.js';
 import { BusReconnect } from './busReconnect.js';
 import { declareExchanges } from './declare.js';
+import { allExchangeNames } from './exchanges.js';
 import { DEFERRED_CHANNEL, OUTBOX_CHANNEL, UNPUBLISHED_COUNT } from './outbox.js';
 import { MAX_GAPS, OutboxCursor } from './outboxCursor.js';
-import { outboxMessage } from './outboxMessage.js';
-import { deletePublished, OUTBOX_BATCH, outboxSequenceCache, readDeferredLane, readOutbox, type OutboxRow } from './outboxStore.js';
+import { checkBatch, type PublishContext } from './outboxMessage.js';
+import { deletePublished, moveToDeadLetters, OUTBOX_BATCH, outboxSequenceCache, readDeferredLane, readOutbox, type OutboxRow } from './outboxStore.js';
 import { readSpacing } from './readSpacing.js';
 import { RelayLock } from './relayLock.js';
 import { OutageLog } from '../outageLog.js';
-import { completedExchange, completionToIndex } from '../indexService/completions.js';
+import { completedExchange } from '../indexService/completions.js';
 
 // The relay's wiring. Only one relay publishes at a time (src/exchanges/relayLock.ts), so messages leave in outbox id
 // order, but for a row whose transaction committed after a higher id's row was read (it follows in a later batch);
 // per task order is kept (src/exchanges/outboxCursor.ts). The deferred lane (a graph's task-defined messages,
 // migration 021) goes out a batch between the outbox's batches, and a task's deferred message ahead of the first
 // outbox batch that holds another message of that task (src/exchanges/outboxStore.ts). Its statements are
-// src/exchanges/outboxStore.ts; what a row's message is, outboxMessage.ts.
+// src/exchanges/outboxStore.ts; what a row's message is, and whether it can ever be published, outboxMessage.ts.
 
 export interface RelayStats {
   published: number;
@@ -33,13 +34,16 @@ export interface RelayStats {
   gapOverflows: number;
   /** reads after a loaded batch, started LOADED_SPACING_MS after its read at the soonest (src/exchanges/readSpacing.ts) */
   spacedReads: number;
+  /** rows that can never be published, moved to outbox_dead_letters (migration 028) */
+  deadLettered: number;
 }
 
 /**
  * The outbox relay: publishes outbox rows in id order on a confirm channel and deletes them only after RabbitMQ
  * confirmed them; it reads from a cursor (src/exchanges/outboxCursor.ts). RabbitMQ down → rows wait; a relay that
  * dies mid-batch leaves its rows, which the next relay publishes again (duplicates are possible, losses are not;
- * consumers dedupe on messageId).
+ * consumers dedupe on messageId). A row that can never be published (src/exchanges/outboxMessage.ts publishable)
+ * is moved to outbox_dead_letters instead, so it holds up nothing.
  */
 export async function startRelay(options: { config: Config; pool?: pg.Pool; log?: (line: string) => void; connectionName?: string }) {
   const { config } = options;
@@ -48,7 +52,7 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
   // an index scan of the outbox whatever its statistics say (src/db/pool.ts).
   const pool = options.pool ?? createPool(config.databaseUrl, 2, { genericPlans: true, indexScansOnly: true });
   const ownPool = !options.pool;
-  const stats: RelayStats = { published: 0, batches: 0, reconnects: 0, connections: 0, active: false, gaps: 0, gapOverflows: 0, spacedReads: 0 };
+  const stats: RelayStats = { published: 0, batches: 0, reconnects: 0, connections: 0, active: false, gaps: 0, gapOverflows: 0, spacedReads: 0, deadLettered: 0 };
   const cursor = new OutboxCursor({ batch: OUTBOX_BATCH });
   // Checked once per active period, before its first read; false: every read is a full read.
   let cursorChecked = false;
@@ -184,28 +188,42 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
     return { more: more || laneSize >= OUTBOX_BATCH, size: rows.length + pulled.length + laneSize, startedAt: seen.startedAt };
   };
 
-  const indexedExchange = completedExchange(config.exchangePrefix);
+  const context: PublishContext = { config, declared: new Set(allExchangeNames(config.exchangePrefix)), indexed: completedExchange(config.exchangePrefix) };
+  /**
+   * Publishes `rows` in their order, waits for the broker's confirms, then deletes them. A row that can never be
+   * published is not sent: it is moved to outbox_dead_letters and logged, once (the move returns only rows it moved).
+   * Anything that fails from the publish on (the broker, the channel, Postgres) throws, and the whole batch stays
+   * where it is to be sent again: those failures pass, and a row is set aside only for what is wrong with the row.
+   */
   const publishRows = async (ch: BusConfirmChannel, rows: OutboxRow[]) => {
-    const publishedAt = Date.now(); // AMQP timestamp (seconds) + RabbitMQ's timestamp_in_ms header: the bridge's lag metric
-    // completed tasks with `index.` routes, indexed by the delete's statement (src/indexService/completions.ts)
-    const toIndex: string[] = [];
-    sendTogether(ch, () => {
-      for (const row of rows) {
-        const message = outboxMessage(config, row);
-        const indexed = completionToIndex(indexedExchange, message);
-        if (indexed !== undefined) toIndex.push(indexed);
-        ch.publish(message.exchange, message.routingKey, Buffer.from(JSON.stringify(message.payload)), {
-          messageId: message.messageId,
-          persistent: true,
-          contentType: 'application/json',
-          timestamp: Math.floor(publishedAt / 1000), headers: { timestamp_in_ms: publishedAt },
-          ...(message.cc.length > 0 ? { CC: message.cc } : {}),
-        });
+    const { publish, dead, toIndex } = checkBatch(context, rows);
+    if (publish.length > 0) {
+      const publishedAt = Date.now(); // AMQP timestamp (seconds) + RabbitMQ's timestamp_in_ms header: the bridge's lag metric
+      sendTogether(ch, () => {
+        for (const { message } of publish) {
+          ch.publish(message.exchange, message.routingKey, Buffer.from(JSON.stringify(message.payload)), {
+            messageId: message.messageId,
+            persistent: true,
+            contentType: 'application/json',
+            timestamp: Math.floor(publishedAt / 1000), headers: { timestamp_in_ms: publishedAt },
+            ...(message.cc.length > 0 ? { CC: message.cc } : {}),
+          });
+        }
+      });
+      await ch.waitForConfirms();
+    }
+    if (dead.length > 0) {
+      const reasons = new Map(dead.map(({ row, reason }) => [`${row.deferred ? 'deferred' : 'outbox'}/${row.id}`, reason]));
+      for (const moved of await moveToDeadLetters(pool, dead)) {
+        stats.deadLettered++;
+        log(
+          `set aside ${moved.lane === 'deferred' ? 'outbox_deferred' : 'outbox'} row ${moved.source_id} (message ${moved.message_id}) as outbox_dead_letters row ${moved.id}: ` +
+            `${reasons.get(`${moved.lane}/${moved.source_id}`)}; the messages after it go on (docs/operations.md § Dead-lettered messages)`,
+        );
       }
-    });
-    await ch.waitForConfirms();
-    await deletePublished(pool, rows, toIndex);
-    stats.published += rows.length;
+    }
+    if (publish.length > 0) await deletePublished(pool, publish.map((p) => p.row), toIndex);
+    stats.published += publish.length;
     stats.batches++;
   };
 
