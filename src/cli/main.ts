@@ -12,6 +12,7 @@ import { registerTaskCommand } from './commands/task.js';
 import { registerRotateIssuerTokenCommand } from './commands/rotateIssuerToken.js';
 import { registerIndexCommand } from './commands/indexLookup.js';
 import { registerHookCommand } from './commands/hook.js';
+import { registerDeadLettersCommand } from './commands/deadLetters.js';
 
 /** The `tgs` program: every command registers itself from src/cli/commands/<command>.ts. */
 export function buildProgram(): Command {
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerRotateIssuerTokenCommand(program);
   registerIndexCommand(program);
   registerHookCommand(program);
+  registerDeadLettersCommand(program);
   return program;
 }
 

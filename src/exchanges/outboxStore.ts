@@ -1,6 +1,7 @@
-import { prepared, type Queryable } from '../db/pool.js';
+import { notifyAfterCommit, prepared, type Queryable } from '../db/pool.js';
 import { OUTBOX_DELETE_INDEXING } from '../indexService/completions.js';
 import type { QueueExchange } from './exchanges.js';
+import { OUTBOX_CHANNEL } from './outbox.js';
 import type { OutboxReadPlan } from './outboxCursor.js';
 
 /**
@@ -179,3 +180,42 @@ export async function moveToDeadLetters(db: Queryable, rows: Array<{ row: Outbox
 /** An SQL expression: the rows in outbox_dead_letters (the gauge tgs_outbox_dead_letters). */
 export const DEAD_LETTER_COUNT = '(SELECT count(*) FROM outbox_dead_letters)';
 
+
+/** A dead letter as `tgs dead-letters list` shows it. */
+export interface DeadLetterRow extends DeadLetter {
+  exchange: string;
+  render: string | null;
+  reason: string;
+  dead_lettered_at: Date;
+}
+
+/** Every row of outbox_dead_letters (without its payload), in order. */
+export async function listDeadLetters(db: Queryable): Promise<DeadLetterRow[]> {
+  const { rows } = await db.query<DeadLetterRow>(
+    'SELECT id, lane, source_id, message_id, exchange, render, reason, dead_lettered_at FROM outbox_dead_letters ORDER BY id',
+  );
+  return rows;
+}
+
+/**
+ * Writes the dead letters `ids` back to the outbox as new rows, in their order, and removes them, in one statement
+ * (the replay docs/operations.md § Dead-lettered messages shows in SQL); then wakes the relay. A row still
+ * unpublishable comes back to outbox_dead_letters with a new id. Returns the dead letters' ids that were replayed.
+ */
+export async function replayDeadLetters(db: Queryable, ids: number[]): Promise<number[]> {
+  const { rows } = await db.query<{ id: number }>(
+    `WITH r AS (DELETE FROM outbox_dead_letters WHERE id = ANY($1::bigint[]) RETURNING *),
+       o AS (INSERT INTO outbox (message_id, exchange, routing_key, cc, payload, render)
+             SELECT message_id, exchange, routing_key, cc, payload, render FROM r ORDER BY id)
+     SELECT id FROM r ORDER BY id`,
+    [ids],
+  );
+  if (rows.length > 0) await notifyAfterCommit(db, OUTBOX_CHANNEL, ['']);
+  return rows.map((r) => r.id);
+}
+
+/** Deletes the dead letters `ids` for good; returns the ids deleted. */
+export async function dropDeadLetters(db: Queryable, ids: number[]): Promise<number[]> {
+  const { rows } = await db.query<{ id: number }>('DELETE FROM outbox_dead_letters WHERE id = ANY($1::bigint[]) RETURNING id', [ids]);
+  return rows.map((r) => r.id).sort((a, b) => a - b);
+}

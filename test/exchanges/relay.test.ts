@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import amqp from 'amqplib';
 import pg from 'pg';
-import { createTestDatabase, insertPendingTasks, outboxCount as countOutbox, type TestDatabase } from '../../support/db.js';
+import { insertPendingTasks, outboxCount as countOutbox, type TestDatabase } from '../../support/db.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { enqueueMessages, type OutboxMessage } from '../../src/exchanges/outbox.js';
 import { startRelay } from '../../src/exchanges/relay.js';
@@ -23,16 +23,12 @@ import { taskMessage } from '../../src/queue/messages.js';
 import { loadTask, TASK_COLUMNS } from '../../src/queue/taskRow.js';
 import { deferredDefinedInsert } from '../../src/scheduler/announceDefined.js';
 import { observeRelay, registry } from '../../src/observability/metrics.js';
+import { relayTestDatabase } from '../helpers/outbox.js';
 
 let db: TestDatabase;
 let config: Config;
-before(async () => {
-  db = await createTestDatabase();
-  config = loadConfig({}, { databaseUrl: db.url, exchangePrefix: `test-${randomBytes(4).toString('hex')}/` });
-});
-after(async () => {
-  await db.drop();
-});
+before(async () => ({ db, config } = await relayTestDatabase()));
+after(() => db.drop());
 
 /** A durable queue bound to one exchange: messages published while we are disconnected wait in it. */
 async function durableQueue(pattern: string) {
