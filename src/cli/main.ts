@@ -13,6 +13,7 @@ import { registerRotateIssuerTokenCommand } from './commands/rotateIssuerToken.j
 import { registerIndexCommand } from './commands/indexLookup.js';
 import { registerCacheCommand } from './commands/cache.js';
 import { registerHookCommand } from './commands/hook.js';
+import { registerDeadLettersCommand } from './commands/deadLetters.js';
 
 /** The `tgs` program: every command registers itself from src/cli/commands/<command>.ts. */
 export function buildProgram(): Command {
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   registerIndexCommand(program);
   registerCacheCommand(program);
   registerHookCommand(program);
+  registerDeadLettersCommand(program);
   return program;
 }
 

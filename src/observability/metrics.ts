@@ -4,6 +4,7 @@ import type pg from 'pg';
 import { logger } from '../log.js';
 import { isPendingSql } from '../queue/taskRow.js';
 import { UNPUBLISHED_COUNT } from '../exchanges/outbox.js';
+import { DEAD_LETTER_COUNT } from '../exchanges/outboxStore.js';
 
 /**
  * Every tgs metric, in one registry per process: `tgs dev` runs API, relay, bridge and scheduler worker in
@@ -147,23 +148,27 @@ new client.Gauge({
 });
 
 /**
- * The outbox's size and oldest row, read once for both gauges of a scrape (prom-client collects gauges
- * concurrently): a read younger than a second is reused.
+ * The outbox's size and oldest row, and the number of its dead letters, read once for the three gauges of a scrape
+ * (prom-client collects gauges concurrently): a read younger than a second is reused.
  */
-let outboxRead: { at: number; value: Promise<{ n: number; oldest: number } | undefined> } | undefined;
-function readOutbox(): Promise<{ n: number; oldest: number } | undefined> {
+interface OutboxReading { n: number; oldest: number; dead: number }
+let outboxRead: { at: number; value: Promise<OutboxReading | undefined> } | undefined;
+function readOutbox(): Promise<OutboxReading | undefined> {
   if (outboxRead && Date.now() - outboxRead.at < 1000) return outboxRead.value;
   const value = (async () => {
-    let result: { n: number; oldest: number } | undefined;
+    let result: OutboxReading | undefined;
     for (const pool of outboxPools.values()) {
-      // The oldest row by primary key (one index probe), the count by a scan of the backlog only.
-      const read = await timed('the outbox', pool.query<{ n: string; oldest: number | null }>(
+      // The oldest row by primary key (one index probe), the count by a scan of the backlog only; the dead letters
+      // are few (each one logged and alerted on) until an operator replays or deletes them.
+      const read = await timed('the outbox', pool.query<{ n: string; oldest: number | null; dead: string }>(
         `SELECT ${UNPUBLISHED_COUNT} AS n,
                 GREATEST((SELECT extract(epoch FROM now() - created)::float8 FROM outbox ORDER BY id LIMIT 1),
-                         (SELECT extract(epoch FROM now() - created)::float8 FROM outbox_deferred ORDER BY id LIMIT 1)) AS oldest`,
+                         (SELECT extract(epoch FROM now() - created)::float8 FROM outbox_deferred ORDER BY id LIMIT 1)) AS oldest,
+                ${DEAD_LETTER_COUNT} AS dead`,
       ));
       if (!read) continue;
-      result = { n: (result?.n ?? 0) + Number(read.rows[0].n), oldest: Math.max(result?.oldest ?? 0, read.rows[0].oldest ?? 0) };
+      const row = read.rows[0];
+      result = { n: (result?.n ?? 0) + Number(row.n), oldest: Math.max(result?.oldest ?? 0, row.oldest ?? 0), dead: (result?.dead ?? 0) + Number(row.dead) };
     }
     return result;
   })();
@@ -190,6 +195,16 @@ new client.Gauge({
     if (read) this.set(Math.max(0, read.oldest));
   },
 });
+new client.Gauge({
+  name: 'tgs_outbox_dead_letters',
+  help: 'Messages the relay set aside because they can never be published (outbox_dead_letters, migration 028); read at scrape time by the relay',
+  registers: [registry],
+  async collect() {
+    this.reset();
+    const read = await readOutbox();
+    if (read) this.set(read.dead);
+  },
+});
 
 /**
  * Counters a component keeps in a plain stats object (the relay's and the bridge's): read at scrape
@@ -208,7 +223,7 @@ function statsCounter<S extends object>(name: string, help: string, sources: Set
   });
 }
 
-interface RelayStatsView { published: number; reconnects: number; active: boolean }
+interface RelayStatsView { published: number; reconnects: number; active: boolean; deadLettered: number }
 interface BridgeStatsView { received: number; signals: number; resolutionsForwarded: number; dropped: number; requeued: number; deadLettered?: number }
 const relays = new Set<RelayStatsView>();
 const bridges = new Set<BridgeStatsView>();
@@ -216,6 +231,7 @@ const bridges = new Set<BridgeStatsView>();
 // as on counters because they only grow during a process's life.
 statsCounter('tgs_relay_published_messages_total', 'Messages the relay published and RabbitMQ confirmed', relays, (s) => s.published);
 statsCounter('tgs_relay_reconnects_total', 'Failed RabbitMQ connection attempts of the relay', relays, (s) => s.reconnects);
+statsCounter('tgs_relay_dead_lettered_messages_total', 'Outbox rows the relay moved to outbox_dead_letters because their message can never be published', relays, (s) => s.deadLettered);
 statsCounter('tgs_relay_active', '1 when this process holds the relay lock and publishes (one relay at a time)', relays, (s) => (s.active ? 1 : 0));
 statsCounter('tgs_bridge_received_messages_total', 'Messages the bridge received', bridges, (s) => s.received);
 statsCounter('tgs_bridge_signals_total', 'Signals the bridge sent to graph workflows', bridges, (s) => s.signals);

@@ -2,12 +2,12 @@ import { test, before, after, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import amqp from 'amqplib';
 import pg from 'pg';
-import { createTestDatabase, insertPendingTasks, outboxCount as countOutbox, type TestDatabase } from '../../support/db.js';
+import { insertPendingTasks, outboxCount as countOutbox, type TestDatabase } from '../../support/db.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { enqueueMessages, type OutboxMessage } from '../../src/exchanges/outbox.js';
 import { startRelay } from '../../src/exchanges/relay.js';
@@ -22,16 +22,13 @@ import { claimPending } from '../../src/queue/claimWork.js';
 import { taskMessage } from '../../src/queue/messages.js';
 import { loadTask, TASK_COLUMNS } from '../../src/queue/taskRow.js';
 import { deferredDefinedInsert } from '../../src/scheduler/announceDefined.js';
+import { observeRelay, registry } from '../../src/observability/metrics.js';
+import { relayTestDatabase } from '../helpers/outbox.js';
 
 let db: TestDatabase;
 let config: Config;
-before(async () => {
-  db = await createTestDatabase();
-  config = loadConfig({}, { databaseUrl: db.url, exchangePrefix: `test-${randomBytes(4).toString('hex')}/` });
-});
-after(async () => {
-  await db.drop();
-});
+before(async () => ({ db, config } = await relayTestDatabase()));
+after(() => db.drop());
 
 /** A durable queue bound to one exchange: messages published while we are disconnected wait in it. */
 async function durableQueue(pattern: string) {
@@ -91,6 +88,7 @@ test('every outbox message reaches RabbitMQ even when the broker closes the rela
   await write(total / 2, total);
   await eventually(async () => (await outboxCount()) === 0, 'outbox drained', 60_000);
   assert.ok(relay.stats.connections >= 2, 'the relay lost its connection and made a new one');
+  assert.equal(relay.stats.deadLettered, 0, 'a lost connection sets nothing aside');
   await relay.stop();
   const seen = new Map<string, string>();
   await drain(name, seen);
@@ -300,7 +298,7 @@ test('under load the relay reads at most every 20 ms; a lone message after a lon
   assert.ok(Math.max(...lone) < 500, `ten lone messages took ${lone.map((ms) => ms.toFixed(1)).join(', ')} ms (the poll is every 1,000 ms)`);
 });
 
-test('on the embedded PGlite database and the in-process bus, the relay reads from its cursor and drops a rolled-back gap', async (t) => {
+test('on the embedded PGlite database and the in-process bus, the relay reads from its cursor, drops a rolled-back gap and sets aside rows it can never publish', async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'tgs-relay-pglite-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const databaseUrl = pgliteUrl(path.join(dir, 'pglite'));
@@ -336,8 +334,21 @@ test('on the embedded PGlite database and the in-process bus, the relay reads fr
   await enqueueMessages(pool, [message('p-2')]);
   await eventually(async () => got.length === 3 && relay.stats.gaps === 1, 'the next row published, the rolled-back id a gap');
   await eventually(async () => relay.stats.gaps === 0, 'the gap dropped', 15_000);
+
+  // A row rendered from no task row at all between two good ones, and a deferred-lane row as broken.
+  await withTransaction(pool, async (client) => {
+    await enqueueMessages(client, [message('p-3')]);
+    await client.query(`INSERT INTO outbox (message_id, exchange, routing_key, payload, render) VALUES ('p-poison', '', '', '{"runId": 0}', 'task-running')`);
+    await client.query(`INSERT INTO outbox_deferred (task_id, message_id, payload, render) VALUES ('T-poison', 'p-deferred-poison', '{}', 'task-defined')`);
+    await enqueueMessages(client, [message('p-4')]);
+  });
+  await eventually(async () => got.length === 5 && relay.stats.deadLettered === 2 && (await countOutbox(pool)) === 0, 'the good rows published, the others set aside');
   await relay.stop();
-  assert.deepEqual(got, ['p-0', 'p-1', 'p-2']);
+  assert.deepEqual(got, ['p-0', 'p-1', 'p-2', 'p-3', 'p-4']);
+  const dead = await deadLetters(pool);
+  // the lane's row goes with the lane's read, after the outbox's batch (it was written without a NOTIFY of its own)
+  assert.deepEqual(dead.map((d) => [d.lane, d.message_id, d.task_id]), [['outbox', 'p-poison', null], ['deferred', 'p-deferred-poison', 'T-poison']]);
+  for (const d of dead) assert.match(d.reason, /^cannot be rendered as a task-(running|defined) message: /);
 });
 
 test("a graph's task-defined messages wait in the deferred lane; a later message of one of its tasks goes out ahead of the lane, its task-defined first", async (t) => {
@@ -385,4 +396,120 @@ test("a graph's task-defined messages wait in the deferred lane; a later message
   // and every task's task-defined message went out once
   const defined = got.slice(0, 1202).filter((m) => m.exchange.endsWith('task-defined')).map((m) => m.taskId);
   assert.deepEqual([...defined].sort(), [...taskIds].sort());
+});
+
+/** The rows of outbox_dead_letters, in order. */
+async function deadLetters(pool: Pick<pg.Pool, 'query'>) {
+  const { rows } = await pool.query<{ id: number; lane: string; source_id: number; message_id: string; exchange: string; routing_key: string; payload: unknown; render: string | null; task_id: string | null; reason: string }>(
+    'SELECT id, lane, source_id, message_id, exchange, routing_key, payload, render, task_id, reason FROM outbox_dead_letters ORDER BY id',
+  );
+  return rows;
+}
+
+/** docs/operations.md's replay statement, for the dead letters `ids`: the test runs what an operator would. */
+function documentedReplay(ids: number[]): string {
+  const doc = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8');
+  const sql = /```sql\n(WITH r AS \(DELETE FROM outbox_dead_letters[\s\S]*?)```/.exec(doc)?.[1];
+  if (!sql?.includes("'{7,8}'")) throw new Error('docs/operations.md shows no replay of dead letters 7 and 8');
+  return sql.replace("'{7,8}'", `'{${ids.join(',')}}'`);
+}
+
+test('rows that can never be published are set aside in outbox_dead_letters, once each; the good rows around them go out in order', async (t) => {
+  const { name, exchange } = await durableQueue('#');
+  const [taskId] = await insertPendingTasks(db.pool, 1, `poison-${randomBytes(3).toString('hex')}`);
+  const good = (i: number): OutboxMessage => ({ exchange, routingKey: `good${i}.0._._.p.w.s.g._`, payload: { i }, messageId: `good-${i}` });
+  const raw = (client: pg.PoolClient, messageId: string, exchangeName: string, routingKey: string) =>
+    client.query(`INSERT INTO outbox (message_id, exchange, routing_key, payload) VALUES ($1, $2, $3, '{}')`, [messageId, exchangeName, routingKey]);
+  // One transaction, so one batch: good rows before, between and after three kinds of poison.
+  const ids = await withTransaction(db.pool, async (client) => {
+    await enqueueMessages(client, [good(0), good(1)]);
+    // a claim's row for rendering whose run is past Taskcluster's 50 (the message schema refuses runId 70)
+    await client.query(
+      `INSERT INTO outbox (message_id, exchange, routing_key, payload, render)
+       SELECT 'poison-schema', '', '', jsonb_build_object('row', to_jsonb(c), 'runId', 70), 'task-running'
+         FROM (SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = $1) c`,
+      [taskId],
+    );
+    await enqueueMessages(client, [good(2)]);
+    await raw(client, 'poison-key', exchange, `${'k'.repeat(300)}.0._._.p.w.s.g._`);
+    await enqueueMessages(client, [good(3)]);
+    await raw(client, 'poison-exchange', `${config.exchangePrefix}queue/v1/no-such-exchange`, 'x');
+    await enqueueMessages(client, [good(4)]);
+    return (await client.query<{ id: number; message_id: string }>('SELECT id, message_id FROM outbox ORDER BY id')).rows;
+  });
+  t.after(() => db.pool.query('DELETE FROM outbox_dead_letters'));
+  const idOf = (messageId: string) => ids.find((r) => r.message_id === messageId)!.id;
+  const lines: string[] = [];
+  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: (line) => lines.push(line) }));
+  const unobserve = observeRelay(db.url, db.pool, relay.stats);
+  t.after(unobserve);
+  await eventually(async () => (await outboxCount()) === 0 && relay.stats.published === 5, 'the good rows published, the outbox empty');
+
+  const dead = await deadLetters(db.pool);
+  assert.deepEqual(dead.map((d) => [d.lane, d.source_id, d.message_id]), [
+    ['outbox', idOf('poison-schema'), 'poison-schema'],
+    ['outbox', idOf('poison-key'), 'poison-key'],
+    ['outbox', idOf('poison-exchange'), 'poison-exchange'],
+  ]);
+  assert.match(dead[0].reason, /^cannot be rendered as a task-running message: message does not match its schema: message.runId must be <= 49$/);
+  assert.equal(dead[0].render, 'task-running');
+  assert.equal((dead[0].payload as { row: { task_id: string } }).row.task_id, taskId, 'the row is kept as it was');
+  assert.match(dead[1].reason, /routing key is 316 bytes long/);
+  assert.match(dead[2].reason, /no-such-exchange" is not one the relay declares/);
+  const setAside = lines.filter((l) => l.startsWith('set aside'));
+  assert.equal(setAside.length, 3, lines.join('\n'));
+  assert.match(setAside[0], new RegExp(`^set aside outbox row ${idOf('poison-schema')} \\(message poison-schema\\) as outbox_dead_letters row ${dead[0].id}: cannot be rendered`));
+  assert.equal(relay.stats.deadLettered, 3);
+  assert.match(await registry.getSingleMetricAsString('tgs_relay_dead_lettered_messages_total'), /^tgs_relay_dead_lettered_messages_total 3$/m);
+  assert.match(await registry.getSingleMetricAsString('tgs_outbox_dead_letters'), /^tgs_outbox_dead_letters 3$/m);
+
+  // The operator mends the long key and replays that row with the statement docs/operations.md gives.
+  await db.pool.query(`UPDATE outbox_dead_letters SET routing_key = 'mended.0._._.p.w.s.g._' WHERE id = $1`, [dead[1].id]);
+  await db.pool.query(documentedReplay([dead[1].id]));
+  await eventually(async () => relay.stats.published === 6 && (await outboxCount()) === 0, 'the replayed row published');
+  assert.deepEqual((await deadLetters(db.pool)).map((d) => d.message_id), ['poison-schema', 'poison-exchange']);
+  await relay.stop();
+  assert.equal(lines.filter((l) => l.startsWith('set aside')).length, 3, 'each row logged once');
+
+  const conn = await amqp.connect(config.amqpUrl);
+  t.after(() => conn.close().catch(() => undefined));
+  const ch = await conn.createChannel();
+  const order: string[] = [];
+  for (;;) {
+    const m = await ch.get(name, { noAck: true });
+    if (!m) break;
+    order.push(m.properties.messageId as string);
+  }
+  await ch.deleteQueue(name);
+  assert.deepEqual(order, ['good-0', 'good-1', 'good-2', 'good-3', 'good-4', 'poison-key']);
+});
+
+test('a broker that refuses every message (a nack) sets nothing aside: the batch is sent again until the broker takes it', async (t) => {
+  const { name, exchange } = await durableQueue('#');
+  // A queue that rejects whatever reaches it: RabbitMQ nacks the publish, so the relay's confirm wait fails.
+  const refusing = `${config.exchangePrefix}relay-refusing`;
+  const conn = await amqp.connect(config.amqpUrl);
+  t.after(() => conn.close().catch(() => undefined));
+  const ch = await conn.createChannel();
+  await ch.assertQueue(refusing, { arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' } });
+  await ch.bindQueue(refusing, exchange, 'refused.#');
+  const lines: string[] = [];
+  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: (line) => lines.push(line) }));
+  await enqueueMessages(db.pool, [
+    { exchange, routingKey: 'fine.0._._.p.w.s.g._', payload: {}, messageId: 'before-refusal' },
+    { exchange, routingKey: 'refused.0._._.p.w.s.g._', payload: {}, messageId: 'refused' },
+  ]);
+  // Each refused batch closes the connection and opens a new one: three connections, at least two refusals.
+  await eventually(async () => relay.stats.connections >= 3, 'the relay retried the refused batch', 15_000);
+  assert.ok(lines.some((l) => l.startsWith('publishing unavailable')), lines.join('\n'));
+  assert.equal(await outboxCount(), 2, 'the batch stays in the outbox');
+  assert.equal(relay.stats.deadLettered, 0);
+  assert.deepEqual(await deadLetters(db.pool), []);
+  await ch.deleteQueue(refusing);
+  await eventually(async () => (await outboxCount()) === 0, 'published once the broker takes it');
+  await relay.stop();
+  assert.deepEqual(await deadLetters(db.pool), [], 'nothing set aside');
+  assert.equal(lines.filter((l) => l.startsWith('set aside')).length, 0);
+  const seen = await drainCounts(name);
+  assert.ok(seen.has('before-refusal') && seen.has('refused'), [...seen.keys()].join(' '));
 });

@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import type { Config } from '../../src/config.js';
-import { DEFERRED_COLUMNS, OUTBOX_COLUMNS, outboxMessage, type OutboxRow } from '../../src/exchanges/relay.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createTestDatabase, type TestDatabase } from '../../support/db.js';
+import { DEFERRED_COLUMNS, OUTBOX_COLUMNS, type OutboxRow } from '../../src/exchanges/outboxStore.js';
+import { outboxMessage } from '../../src/exchanges/outboxMessage.js';
 
 /**
  * The outbox as the relay would publish it (rows written for rendering are rendered): its deferred lane (a graph's
@@ -13,4 +16,10 @@ export async function renderedOutbox(pool: pg.Pool, config: Config) {
                     UNION ALL SELECT ${OUTBOX_COLUMNS}, false FROM outbox) m ORDER BY deferred DESC, id`,
   );
   return rows.map((row) => outboxMessage(config, row));
+}
+
+/** A fresh database for a test file of the relay, and a configuration on it whose exchanges no other file uses. */
+export async function relayTestDatabase(): Promise<{ db: TestDatabase; config: Config }> {
+  const db = await createTestDatabase();
+  return { db, config: loadConfig({}, { databaseUrl: db.url, exchangePrefix: `test-${randomBytes(4).toString('hex')}/` }) };
 }
