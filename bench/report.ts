@@ -60,5 +60,42 @@ export function renderMarkdown(r: Results): string {
       );
     }
   }
+  lines.push(...ratioRows(r));
   return lines.join('\n');
+}
+
+const ratio = (a: number | undefined, b: number | undefined) => (a && b ? a / b : undefined);
+const showRatio = (x: number | undefined, unit = '×') => (x === undefined ? '—' : `${x.toFixed(2)}${unit}`);
+
+/**
+ * Each cost as a ratio to a floor measured in the same run (so a slower or busier machine moves both): the 10k
+ * graph's CPU per task against claim + complete's floor (the same claims and reports as bare statements), its tasks/s
+ * against what its CPU per task allows on the machine's cores, claim + complete against its floor, the hop against
+ * its Temporal floor; and the 100k submit's CPU per task. The goals are issue 42's.
+ */
+export function ratioRows(r: Results): string[] {
+  const t = r.throughput;
+  const q = r.queue;
+  const h = r.hop;
+  const s = r.scale;
+  const cores = r.machine?.cpus as number | undefined;
+  const rows: string[] = [];
+  if (t && q) {
+    const x = ratio(t.cpu_ms_per_task?.total, q.cpu_ms_per_task_floor?.total);
+    rows.push(`| ratios | 10k graph CPU per task ÷ claim + complete floor's | ${showRatio(x)} | ${fmt(t.cpu_ms_per_task?.total, ' ms')} ÷ ${fmt(q.cpu_ms_per_task_floor?.total, ' ms')} | ≤ 2× |`);
+  }
+  if (t && cores) {
+    const allowed = t.cpu_ms_per_task?.total ? (cores * 1000) / t.cpu_ms_per_task.total : undefined;
+    rows.push(`| | 10k graph tasks/s ÷ what its CPU per task allows on ${cores} cores | ${showRatio(ratio(t.tasks_per_s, allowed), '')} | ${fmt(t.tasks_per_s)} ÷ ${allowed ? Math.round(allowed) : '—'} | ≥ 0.9 |`);
+  }
+  if (q) {
+    rows.push(`| | claim + complete (up to 8 a claim) ÷ its floor | ${showRatio(ratio(q.claim_complete_batch8_per_s, q.floor_per_s), '')} | ${fmt(q.claim_complete_batch8_per_s)} ÷ ${fmt(q.floor_per_s)} tasks/s | ≥ 0.6 |`);
+  }
+  if (s) {
+    rows.push(`| | 100k graph submit, CPU per task | ${fmt(s.cpu_ms_per_task_submit?.total, ' ms')} (${fmt(s.submit_s, ' s')}) | | ≤ 0.25 ms, < 20 s |`);
+  }
+  if (h) {
+    rows.push(`| | hop p50 ÷ its floor (signal → activity → UPDATE) | ${showRatio(ratio(h.p50_ms, h.floor_p50_ms))} | ${fmt(h.p50_ms, ' ms')} ÷ ${fmt(h.floor_p50_ms, ' ms')} | ≤ 1.2× |`);
+  }
+  return rows;
 }
