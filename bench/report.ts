@@ -25,6 +25,10 @@ export function renderMarkdown(r: Results): string {
   if (r.throughput) {
     const t = r.throughput;
     lines.push(`| throughput (1 → ${t.tasks - 2} → 1) | submit → finished | ${fmt(t.seconds, ' s')}, ${fmt(t.tasks_per_s)} tasks/s | ${cpu(t.cpu_ms_per_task)} | ≥ 1,000 tasks/s |`);
+    if (t.per_task) {
+      const p = t.per_task;
+      lines.push(`| | per task: Postgres transactions, rows written, messages, workflow tasks | ${fmt(p.pg_transactions)}, ${fmt(p.pg_rows_written)}, ${fmt(p.messages)}, ${fmt(p.workflow_tasks)} | counted (bench/perTaskCounts.ts): the machine's speed does not move them | fewer |`);
+    }
   }
   if (r.throughput_cold) {
     const t = r.throughput_cold;
