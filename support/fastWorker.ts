@@ -10,11 +10,8 @@ export interface ClaimedTask {
   credentials: TgsCredentials;
 }
 
-/**
- * A worker that claims and reports with no work in between: the outcome comes from
- * payload.outcomes[runId] (default 'completed'), or from `decide` when given.
- */
-export function startFastWorker(options: {
+/** What `startFastWorker` is told: where it claims, as whom, and how it decides each outcome. */
+export interface FastWorkerOptions {
   rootUrl: string;
   credentials: TgsCredentials;
   provisionerId: string;
@@ -30,7 +27,15 @@ export function startFastWorker(options: {
   decide?: (task: ClaimedTask) => Outcome | Promise<Outcome>;
   onClaim?: (task: ClaimedTask) => void;
   onReport?: (task: ClaimedTask, outcome: Outcome) => void;
-}) {
+}
+
+export type FastWorker = ReturnType<typeof startFastWorker>;
+
+/**
+ * A worker that claims and reports with no work in between: the outcome comes from
+ * payload.outcomes[runId] (default 'completed'), or from `decide` when given.
+ */
+export function startFastWorker(options: FastWorkerOptions) {
   const abort = new AbortController();
   // every request in flight listens on the one stop signal
   setMaxListeners(0, abort.signal);

@@ -131,7 +131,7 @@ export async function startStack(
 }
 
 /** The environment a `tgs` process needs to join the stack: its database, broker, Temporal, task queue and exchange prefix. */
-export function stackEnv(stack: Stack): Record<string, string> {
+export function stackEnv(stack: Pick<Stack, 'config'>): Record<string, string> {
   const c = stack.config;
   return {
     DATABASE_URL: c.databaseUrl,

@@ -1,21 +1,20 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
-import { startStack, type Stack } from '../support/stack.js';
 import { startShellWorker, type ShellWorker } from '../src/shellWorker/index.js';
 import { TgsClient } from '../src/client/tgsClient.js';
+import { useStack } from './helpers/stackFixture.js';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 
-let stack: Stack;
+const stack = useStack();
 let client: TgsClient;
 const workers: ShellWorker[] = [];
 
-before(async () => {
-  stack = await startStack();
+stack.onStart(async () => {
   client = new TgsClient({ rootUrl: stack.api.rootUrl, credentials: stack.api.root });
   // what `tgs dev --workers 2` runs: shell workers for tgs-dev/shell
   for (const n of [1, 2]) {
@@ -32,9 +31,8 @@ before(async () => {
     );
   }
 });
-after(async () => {
+stack.onStop(async () => {
   await Promise.all(workers.map((w) => w.stop()));
-  await stack.stop();
 });
 
 /** `tgs graph submit examples/<name>/graph.yaml --wait`, as examples/README.md says; returns the graph's labels → taskIds. */

@@ -1,4 +1,4 @@
-import { test, before, after } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -7,20 +7,19 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import slugid from 'slugid';
 import { stringify as toYaml } from 'yaml';
-import { startStack, type Stack } from '../../support/stack.js';
 import { startShellWorker, type ShellWorker } from '../../src/shellWorker/index.js';
 import { fromNow, withTaskDefaults } from '../../src/cli/graphFile.js';
 import { Progress } from '../../src/cli/progress.js';
 import type { GraphInfo, GraphState, TgsClient } from '../../src/client/tgsClient.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 
-let stack: Stack;
+const stack = useStack();
 let worker: ShellWorker;
 let dir: string;
 
-before(async () => {
-  stack = await startStack();
+stack.onStart(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'tgs-cli-graph-'));
   worker = startShellWorker({
     rootUrl: stack.api.rootUrl,
@@ -34,9 +33,10 @@ before(async () => {
     isolation: 'none',
   });
 });
-after(async () => {
+stack.onStop(async () => {
   await worker.stop();
-  await stack.stop();
+});
+after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 

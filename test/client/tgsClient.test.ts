@@ -1,4 +1,4 @@
-import { test, before, after } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -7,20 +7,19 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import slugid from 'slugid';
-import { startStack, type Stack } from '../../support/stack.js';
 import { startShellWorker, type ShellWorker } from '../../src/shellWorker/index.js';
 import { GraphNotFinishedError, TgsApiError, TgsClient, type GraphInfo, type TaskGraph } from '../../src/index.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
 
-let stack: Stack;
+const stack = useStack();
 let worker: ShellWorker;
 let client: TgsClient;
 let dir: string;
 
-before(async () => {
-  stack = await startStack();
+stack.onStart(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'tgs-client-'));
   worker = startShellWorker({
     rootUrl: stack.api.rootUrl,
@@ -35,9 +34,10 @@ before(async () => {
   });
   client = new TgsClient({ rootUrl: `${stack.api.rootUrl}/`, credentials: stack.api.root });
 });
-after(async () => {
+stack.onStop(async () => {
   await worker.stop();
-  await stack.stop();
+});
+after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -1,22 +1,16 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
+import { eventually } from '../../support/stack.js';
 import { graphOf } from '../../support/graphs.js';
 import { outboxCount } from '../../support/db.js';
 import { startBridge } from '../../src/bridge/bridge.js';
 import { extendedSignal, statusQuery, workflowIdFor } from '../../src/workflows/contract.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 // Temporal refuses the 5th signal of a workflow execution: a real signal failure for one chosen graph.
 const SIGNAL_LIMIT = 4;
-let stack: Stack;
-
-before(async () => {
-  stack = await startStack({ inProcessBridge: false, dynamicConfig: { 'history.maximumSignalsPerExecution': SIGNAL_LIMIT } });
-});
-after(async () => {
-  await stack.stop();
-});
+const stack = useStack({ inProcessBridge: false, dynamicConfig: { 'history.maximumSignalsPerExecution': SIGNAL_LIMIT } });
 
 function manualGraph(nodes: Parameters<typeof graphOf>[0]) {
   const graph = graphOf(nodes);

@@ -1,7 +1,7 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
+import { eventually } from '../../support/stack.js';
 import { fastTask, graphOf } from '../../support/graphs.js';
 import { outboxCount } from '../../support/db.js';
 import { bridgeQueueName, parseQueueMessage, startBridge } from '../../src/bridge/bridge.js';
@@ -9,21 +9,20 @@ import { bridgeQueueArguments } from '../../src/bridge/bridgeQueue.js';
 import { connectBus, type BusChannel, type BusConnection } from '../../src/exchanges/bus.js';
 import { queueExchangeName } from '../../src/exchanges/exchanges.js';
 import { WORKFLOW_TYPE, workflowIdFor } from '../../src/workflows/contract.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 // What reaches the bridge's queue: resolutions and the dependent-task-defined notice of a task created with
 // dependencies, never the task-defined messages of a submitted graph's tasks (its workflow holds them already).
-let stack: Stack;
+const stack = useStack({ inProcessBridge: false });
 let connection: BusConnection;
 let channel: BusChannel;
 
-before(async () => {
-  stack = await startStack({ inProcessBridge: false });
+stack.onStart(async () => {
   connection = await connectBus(stack.config.amqpUrl);
   channel = await connection.createChannel();
 });
-after(async () => {
+stack.onStop(async () => {
   await connection.close();
-  await stack.stop();
 });
 
 const outboxEmpty = () =>

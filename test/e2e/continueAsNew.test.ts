@@ -1,34 +1,24 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
-import { startFastWorker } from '../../support/fastWorker.js';
+import { eventually } from '../../support/stack.js';
 import { graphOf } from '../../support/graphs.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 // Continue-as-new forced by the server: the dev server suggests it after 120 events instead of 4,096
 // (a lowered `--dynamic-config-value`), while the workflow's own backstop stays at 10,000 events.
-let stack: Stack;
-let worker: ReturnType<typeof startFastWorker>;
 const runsByTask = new Map<string, number>();
 
-before(async () => {
-  stack = await startStack({ dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 120 } });
-  worker = startFastWorker({
-    rootUrl: stack.api.rootUrl,
-    credentials: stack.api.root,
-    provisionerId: 'tgs-test',
-    workerType: 'fast',
+const stack = useStack({
+  dynamicConfig: { 'limit.historyCount.suggestContinueAsNew': 120 },
+  worker: {
     concurrency: 4,
     decide: (task) => {
       runsByTask.set(task.taskId, (runsByTask.get(task.taskId) ?? 0) + 1);
       // every fifth task fails once and passes on its rerun, so reruns cross run boundaries too
       return task.task.payload.flaky && task.runId === 0 ? 'failed' : 'completed';
     },
-  });
-});
-after(async () => {
-  await worker.stop();
-  await stack.stop();
+  },
 });
 
 test('a 60-task chain finishes across several continue-as-new runs suggested by the server', async () => {

@@ -1,33 +1,23 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import slugid from 'slugid';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
-import { startFastWorker } from '../../support/fastWorker.js';
+import { eventually } from '../../support/stack.js';
 import { graphOf } from '../../support/graphs.js';
 import { bridgeQueueName } from '../../src/bridge/bridge.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 // Two deployments (own databases, Temporal servers and scheduler ids) on one RabbitMQ vhost, sharing even
 // the exchange prefix: the harder case, where only the bridge queue's name and bindings keep them apart.
 const prefix = `test-${randomBytes(4).toString('hex')}/`;
-const deployments: { stack: Stack; worker: ReturnType<typeof startFastWorker>; log: string[] }[] = [];
-
-before(async () => {
-  for (const schedulerId of ['deploy-a', 'deploy-b']) {
-    const log: string[] = [];
-    const stack = await startStack({
-      configOverrides: { exchangePrefix: prefix, schedulerId, bridgeSchedulerIds: [schedulerId] },
-      log: (line) => log.push(line),
-    });
-    const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'fast', concurrency: 4 });
-    deployments.push({ stack, worker, log });
-  }
-});
-after(async () => {
-  for (const d of deployments) {
-    await d.worker.stop();
-    await d.stack.stop();
-  }
+const deployments = ['deploy-a', 'deploy-b'].map((schedulerId) => {
+  const log: string[] = [];
+  const stack = useStack({
+    configOverrides: { exchangePrefix: prefix, schedulerId, bridgeSchedulerIds: [schedulerId] },
+    log: (line) => log.push(line),
+    worker: true,
+  });
+  return { stack, log };
 });
 
 test('two deployments on one vhost: each bridge has its own queue and both graphs finish without waiting for reconciliation', async () => {

@@ -1,33 +1,30 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
-import { startFastWorker, type ClaimedTask } from '../../support/fastWorker.js';
+import { eventually } from '../../support/stack.js';
+import { startFastWorker, type ClaimedTask, type FastWorker } from '../../support/fastWorker.js';
 import { fastTask } from '../../support/graphs.js';
 import { startRelay } from '../../src/exchanges/relay.js';
 import { explainQuery, workflowIdFor } from '../../src/workflows/contract.js';
 import type { TaskExplanation } from '../../src/queue/explainTask.js';
 import type { GraphExplanation } from '../../src/scheduler/explainGraph.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 /*
  * "Why isn't it running?" on the real stack: each blocker kind where it arises, and the graph's root causes.
  * claimWork long-polls 1 s here, so a queue without a claimWork for 3 s has no workers (3 × the long-poll).
  */
-let stack: Stack;
-const workers: ReturnType<typeof startFastWorker>[] = [];
+const stack = useStack({ configOverrides: { claimWorkWaitMs: 1000 } });
+const workers: FastWorker[] = [];
 const releases: (() => void)[] = [];
 /** relays a test started in place of the stack's */
 const relays: Awaited<ReturnType<typeof startRelay>>[] = [];
-before(async () => {
-  stack = await startStack({ configOverrides: { claimWorkWaitMs: 1000 } });
-});
-after(async () => {
+stack.onStop(async () => {
   for (const r of releases) r();
   for (const w of workers) await w.stop();
   for (const r of relays) await r.stop();
-  await stack?.stop();
 });
 
 const task = (name: string, workerType: string, outcomes: string[] = ['completed']) => ({ ...fastTask(name, outcomes), workerType });

@@ -1,25 +1,19 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import amqp from 'amqplib';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
-import { startFastWorker, type ClaimedTask } from '../../support/fastWorker.js';
+import { eventually } from '../../support/stack.js';
+import type { ClaimedTask } from '../../support/fastWorker.js';
 import { graphOf } from '../../support/graphs.js';
 import { fastTask } from '../../support/graphs.js';
 import { statusQuery } from '../../src/workflows/contract.js';
+import { useStack } from '../helpers/stackFixture.js';
 
-let stack: Stack;
-let worker: ReturnType<typeof startFastWorker>;
 const brokenFixed = new Set<string>();
 const runsByTask = new Map<string, number>();
 
-before(async () => {
-  stack = await startStack();
-  worker = startFastWorker({
-    rootUrl: stack.api.rootUrl,
-    credentials: stack.api.root,
-    provisionerId: 'tgs-test',
-    workerType: 'fast',
+const stack = useStack({
+  worker: {
     concurrency: 8,
     decide: (task: ClaimedTask) => {
       runsByTask.set(task.taskId, (runsByTask.get(task.taskId) ?? 0) + 1);
@@ -27,15 +21,13 @@ before(async () => {
       const outcomes = task.task.payload.outcomes as ('completed' | 'failed')[];
       return outcomes[task.runId] ?? outcomes.at(-1) ?? 'completed';
     },
-  });
+  },
 });
 /** Connections of watchGraph still open: a test that failed before closing its own must not keep the file running. */
 const openWatches = new Set<{ close(): Promise<void> }>();
 
-after(async () => {
+stack.onStop(async () => {
   await Promise.all([...openWatches].map((conn) => conn.close().catch(() => undefined)));
-  await worker.stop();
-  await stack.stop();
 });
 
 async function submit(graph: unknown) {

@@ -1,27 +1,17 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import amqp from 'amqplib';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
-import { startFastWorker } from '../../support/fastWorker.js';
+import { eventually } from '../../support/stack.js';
 import { graphOf } from '../../support/graphs.js';
 import { createTaskGraph } from '../../src/scheduler/createTaskGraph.js';
 import { queueExchangeName, taskRoutingKey } from '../../src/exchanges/exchanges.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 // Small on purpose: the node limit is tested at the limit, and every other graph here stays under it.
 const MAX_NODES = 3;
-let stack: Stack;
-let worker: ReturnType<typeof startFastWorker>;
 const log: string[] = [];
-
-before(async () => {
-  stack = await startStack({ configOverrides: { maxGraphNodes: MAX_NODES }, log: (line) => log.push(line) });
-  worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'fast', concurrency: 4 });
-});
-after(async () => {
-  await worker.stop();
-  await stack.stop();
-});
+const stack = useStack({ configOverrides: { maxGraphNodes: MAX_NODES }, log: (line) => log.push(line), worker: true });
 
 /** A graph whose tasks nobody claims unless the test does (worker type `manual`). */
 function manualGraph(nodes: Parameters<typeof graphOf>[0]) {

@@ -1,18 +1,13 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import slugid from 'slugid';
-import { startStack, eventually, stackEnv, type Stack } from '../../support/stack.js';
+import { eventually, stackEnv } from '../../support/stack.js';
 import { startFastWorker } from '../../support/fastWorker.js';
 import { graphOf } from '../../support/graphs.js';
+import { useStack } from '../helpers/stackFixture.js';
 
-let stack: Stack;
-before(async () => {
-  stack = await startStack({ inProcessBridge: false, inProcessWorker: false });
-});
-after(async () => {
-  await stack.stop();
-});
+const stack = useStack({ inProcessBridge: false, inProcessWorker: false });
 
 function spawnTgs(command: string): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', command], {

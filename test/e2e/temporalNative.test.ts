@@ -1,4 +1,4 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -8,29 +8,34 @@ import { promisify } from 'node:util';
 import slugid from 'slugid';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
-import { startFastWorker, type ClaimedTask } from '../../support/fastWorker.js';
+import { eventually } from '../../support/stack.js';
+import type { ClaimedTask } from '../../support/fastWorker.js';
 import { graphOf } from '../../support/graphs.js';
 import { ensureTemporalCli } from '../../src/temporal/devServer.js';
 import { startTaskGraph, GraphTooLargeForTemporalError } from '../../src/temporal/startTaskGraph.js';
 import { createClient } from '../../src/auth/clients.js';
 import { ApiClient, TgsApiError } from '../../src/client/http.js';
 import { cancelSignal, INVALID_TASK_GRAPH, rerunSignal, SEARCH_ATTRIBUTES, statusQuery, tasksDefinedSignal, WORKFLOW_TYPE } from '../../src/workflows/contract.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 // The Temporal-native contract (docs/temporal.md), driven with the stock `temporal` CLI against a dev server
 // that starts WITHOUT tgs's search attributes: the worker must register them itself.
 const run = promisify(execFile);
-let stack: Stack;
 const TEMPORAL_CLIENT = 'tests/temporal-native';
 let temporalClient: { clientId: string; accessToken: string };
-let worker: ReturnType<typeof startFastWorker>;
 let cli: string;
 const fixed = new Set<string>();
 const dir = mkdtempSync(path.join(tmpdir(), 'tgs-native-'));
 
-before(async () => {
-  cli = ensureTemporalCli();
-  stack = await startStack({ registerSearchAttributes: false, configOverrides: { temporalClientId: TEMPORAL_CLIENT } });
+const stack = useStack({
+  beforeStart: () => {
+    cli = ensureTemporalCli();
+  },
+  registerSearchAttributes: false,
+  configOverrides: { temporalClientId: TEMPORAL_CLIENT },
+  worker: { concurrency: 4, decide: (task: ClaimedTask) => (task.task.payload.broken && !fixed.has(task.taskId) ? 'failed' : 'completed') },
+});
+stack.onStart(async () => {
   // What graphs started on Temporal act as: tasks of tgs-test only, no task scopes, no routes.
   temporalClient = await createClient(stack.api.db.pool, TEMPORAL_CLIENT, {
     description: 'Temporal-native graphs of this test file',
@@ -38,18 +43,6 @@ before(async () => {
     scopes: ['scheduler:create-task-graph', `queue:scheduler-id:${stack.config.schedulerId}`, 'queue:create-task:highest:tgs-test/*'],
     deleteOnExpiration: false,
   });
-  worker = startFastWorker({
-    rootUrl: stack.api.rootUrl,
-    credentials: stack.api.root,
-    provisionerId: 'tgs-test',
-    workerType: 'fast',
-    concurrency: 4,
-    decide: (task: ClaimedTask) => (task.task.payload.broken && !fixed.has(task.taskId) ? 'failed' : 'completed'),
-  });
-});
-after(async () => {
-  await worker.stop();
-  await stack.stop();
 });
 
 async function temporal(...args: string[]): Promise<string> {

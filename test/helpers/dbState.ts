@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { outboxCount } from '../../support/db.js';
+import type { TestApi } from '../../support/api.js';
 
 /**
  * Tables a background process empties on its own: only their sequence counts (the relay deletes published
@@ -58,6 +59,15 @@ export async function databaseCounts(pool: pg.Pool, options: { sequences?: boole
   const all = Object.fromEntries(rows.map((r) => [r.name, r.n]));
   if (options.sequences === false) for (const name of Object.keys(all)) if (name.startsWith('sequence ')) delete all[name];
   return all;
+}
+
+/**
+ * `databaseCounts` of the API's database once its worker recorder wrote what it noted: an accepted request records
+ * its task queue up to 2 s later (src/queue/workers.ts), which must not be blamed on the next request.
+ */
+export async function recordedCounts(t: TestApi): Promise<Record<string, string>> {
+  await t.api.deps.workers.flush();
+  return databaseCounts(t.db.pool);
 }
 
 /** Waits until the database stops changing (background work settled) and the outbox is drained. */

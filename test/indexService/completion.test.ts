@@ -1,25 +1,16 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
-import { startFastWorker } from '../../support/fastWorker.js';
+import { eventually } from '../../support/stack.js';
 import { fastTask } from '../../support/graphs.js';
 import { outboxCount } from '../../support/db.js';
 import { findTask } from '../../src/indexService/store.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 // Indexing on completion, end to end: a graph on Temporal, its tasks run by a worker over the queue API, the relay
 // publishing their messages to RabbitMQ and indexing the completed ones as it deletes their outbox rows.
 
-let stack: Stack;
-let worker: ReturnType<typeof startFastWorker>;
-before(async () => {
-  stack = await startStack();
-  worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'fast', concurrency: 2 });
-});
-after(async () => {
-  await worker?.stop();
-  await stack?.stop();
-});
+const stack = useStack({ worker: { concurrency: 2 } });
 
 const inDays = (n: number) => new Date(Date.now() + n * 24 * 3600 * 1000).toISOString();
 const find = (path: string) => stack.api.request('GET', `/api/index/v1/task/${path}`, undefined, null);

@@ -1,29 +1,29 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import pino from 'pino';
 import { installTemporalRuntime } from '../../src/observability/temporalRuntime.js';
 import { startMetricsServer, type MetricsServer } from '../../src/observability/metricsServer.js';
 import { observeBridge, observeRelay } from '../../src/observability/metrics.js';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
+import { eventually } from '../../support/stack.js';
 import { startFastWorker } from '../../support/fastWorker.js';
 import { fastTask, graphOf } from '../../support/graphs.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 // As in `tgs dev`: API, relay, bridge and scheduler worker in this process, one registry, one scrape.
-let stack: Stack;
 let metrics: MetricsServer;
 const quiet = pino({ level: 'silent' });
-before(async () => {
+const stack = useStack({
   // Before the stack's worker connects: the SDK runtime (and its Prometheus exporter) is installed once per process.
-  await installTemporalRuntime({ log: quiet, metrics: true });
-  stack = await startStack();
+  beforeStart: () => installTemporalRuntime({ log: quiet, metrics: true }),
+});
+stack.onStart(async () => {
   if (stack.relay) observeRelay(stack.config.databaseUrl, stack.api.db.pool, stack.relay.stats);
   if (stack.bridge) observeBridge(stack.bridge.stats);
   metrics = await startMetricsServer({ port: 0, host: '127.0.0.1', log: quiet });
 });
-after(async () => {
+stack.onStop(async () => {
   await metrics.close();
-  await stack.stop();
 });
 
 /** One scrape as `name{labels} value` → value (the labels as printed). */

@@ -1,4 +1,4 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import slugid from 'slugid';
@@ -6,12 +6,13 @@ import { apiEndpoints } from '../../src/api/app.js';
 import type { Endpoint } from '../../src/api/endpoint.js';
 import { expressionSatisfied, renderExpression, templateParameters } from '../../src/auth/scopes.js';
 import { compile, describeErrors } from '../../src/api/validate.js';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
+import { eventually } from '../../support/stack.js';
 import { fastTask } from '../../support/graphs.js';
 import type { Credentials } from '../../support/api.js';
 import { databaseFingerprint, databaseSettled } from '../helpers/dbState.js';
 import { sampleOf } from '../helpers/schemaSample.js';
 import { taskQuery } from '../../src/workflows/contract.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 /*
  * The authorization matrix, generated from the endpoint declarations the API is built from: every endpoint
@@ -25,12 +26,11 @@ import { taskQuery } from '../../src/workflows/contract.js';
  * checks that exactly the endpoints whose scopes the role grants answer anonymous callers.
  */
 
-let stack: Stack;
+const stack = useStack({ configOverrides: { claimWorkWaitMs: 200 } });
 let noScopes: Credentials;
 /** The `anonymous` role as the migrations made it. */
 let anonymousRole: { description: string; scopes: string[] };
-before(async () => {
-  stack = await startStack({ configOverrides: { claimWorkWaitMs: 200 } });
+stack.onStart(async () => {
   const clientId = `matrix/no-scopes-${randomBytes(4).toString('hex')}`;
   const res = await call('PUT', `/api/auth/v1/clients/${encodeURIComponent(clientId)}`, { description: 'no scopes', expires: inDays(1), scopes: [] });
   assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -40,9 +40,6 @@ before(async () => {
   anonymousRole = { description: role.body.description, scopes: role.body.scopes };
   assert.ok(anonymousRole.scopes.length > 0, 'the default anonymous role grants something');
   await setAnonymousScopes([]);
-});
-after(async () => {
-  await stack?.stop();
 });
 
 const inDays = (n: number) => new Date(Date.now() + n * 24 * 3600 * 1000).toISOString();

@@ -1,11 +1,11 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import slugid from 'slugid';
-import { startStack, type Stack } from '../../support/stack.js';
 import { fastTask } from '../../support/graphs.js';
 import { databaseCounts } from '../helpers/dbState.js';
 import { assertAnswered, assertNoPrototypePollution, deepValue, fuzzParameters, hostileKey, hostileString, hostileValue } from '../helpers/fuzz.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 /*
  * createTaskGraph with generated graphs: DAGs with `$subs`, then broken ones (cycles, self- and unknown
@@ -14,13 +14,7 @@ import { assertAnswered, assertNoPrototypePollution, deepValue, fuzzParameters, 
  * node or task); an accepted graph reads back with its labels, requires and substituted taskIds.
  */
 
-let stack: Stack;
-before(async () => {
-  stack = await startStack();
-});
-after(async () => {
-  await stack?.stop();
-});
+const stack = useStack();
 
 const s = (method: string, path: string, body?: unknown) => stack.api.request(method, `/api/scheduler/v1${path}`, body);
 

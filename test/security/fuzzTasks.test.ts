@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import slugid from 'slugid';
 import { startTestApi, type TestApi } from '../../support/api.js';
-import { databaseCounts } from '../helpers/dbState.js';
+import { recordedCounts } from '../helpers/dbState.js';
 import { assertAnswered, assertNoPrototypePollution, fuzzParameters, hostileKey, hostileString, hostileValue, oddDate } from '../helpers/fuzz.js';
 
 /*
@@ -96,24 +96,15 @@ const q = (method: string, path: string, body?: unknown) => t.request(method, `/
 /** What the server sees: the body after a round trip through JSON. */
 const wire = (value: unknown) => JSON.parse(JSON.stringify(value));
 
-/**
- * The table counts once the API's worker recorder has written what it noted: an accepted createTask records
- * its task queue up to 2 s later (src/queue/workers.ts), which must not be blamed on the next request.
- */
-async function counts() {
-  await t.api.deps.workers.flush();
-  return databaseCounts(t.db.pool);
-}
-
 async function check(sent: Record<string, unknown>): Promise<'accepted' | 'refused'> {
   const taskId = slugid.nice();
-  const before = await counts();
+  const before = await recordedCounts(t);
   const res = await q('PUT', `/task/${taskId}`, sent);
   const what = `createTask ${taskId}`;
   assertAnswered(res, what);
   assertNoPrototypePollution(what);
   if (res.status >= 400) {
-    assert.deepEqual(await counts(), before, `${what}: a refused task wrote something`);
+    assert.deepEqual(await recordedCounts(t), before, `${what}: a refused task wrote something`);
     return 'refused';
   }
   assert.equal(res.status, 200);

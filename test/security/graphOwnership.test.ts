@@ -1,27 +1,18 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
+import { eventually } from '../../support/stack.js';
 import { startFastWorker } from '../../support/fastWorker.js';
 import { fastTask, graphOf } from '../../support/graphs.js';
 import { createClient } from '../../src/auth/clients.js';
 import { createActivities } from '../../src/activities/index.js';
 import { ApiClient, TgsApiError } from '../../src/client/http.js';
 import { resolutionsSignal, statusQuery, taskQuery, workflowIdFor } from '../../src/workflows/contract.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 // Graphs belong to their submitter: the queue's createTask cannot add to (or reopen) someone else's graph, and
 // whoever can signal a graph's workflow cannot make it start a task the queue's stored state does not allow.
-let stack: Stack;
-let worker: ReturnType<typeof startFastWorker>;
-
-before(async () => {
-  stack = await startStack();
-  worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'fast', concurrency: 4 });
-});
-after(async () => {
-  await worker.stop();
-  await stack.stop();
-});
+const stack = useStack({ worker: true });
 
 async function clientWith(clientId: string, scopes: string[]): Promise<ApiClient> {
   const created = await createClient(stack.api.db.pool, clientId, {

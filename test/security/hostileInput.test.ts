@@ -4,7 +4,7 @@ import slugid from 'slugid';
 import { randomBytes } from 'node:crypto';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { fastTask } from '../../support/graphs.js';
-import { databaseCounts } from '../helpers/dbState.js';
+import { recordedCounts } from '../helpers/dbState.js';
 import { assertRefusal, nested } from '../helpers/fuzz.js';
 
 /*
@@ -22,19 +22,13 @@ after(async () => {
 
 const q = (method: string, path: string, body?: unknown, credentials?: null) => t.request(method, `/api/queue/v1${path}`, body, credentials);
 
-/** Table counts once the worker recorder wrote the task queues accepted tasks noted (up to 2 s later otherwise). */
-async function counts() {
-  await t.api.deps.workers.flush();
-  return databaseCounts(t.db.pool);
-}
-
 async function refusedAndNothingWritten(body: unknown, what: string, message: RegExp) {
-  const before = await counts();
+  const before = await recordedCounts(t);
   const res = await q('PUT', `/task/${slugid.nice()}`, body);
   assertRefusal(res, what);
   assert.equal(res.status, 400, what);
   assert.match(res.body.message, message, what);
-  assert.deepEqual(await counts(), before, `${what}: nothing written`);
+  assert.deepEqual(await recordedCounts(t), before, `${what}: nothing written`);
 }
 
 test('a body nested deeper than 128 levels is a 400, not a stack overflow', async () => {

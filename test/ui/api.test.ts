@@ -1,25 +1,15 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
-import { startFastWorker } from '../../support/fastWorker.js';
+import { eventually } from '../../support/stack.js';
 import { fastTask, graphOf, layeredGraph } from '../../support/graphs.js';
 import { startTestApi } from '../../support/api.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 // The scheduler endpoints the graph explorer reads: the graphs list, the compact nodes answer and the
 // changes long-poll (cursor semantics included), against the real stack.
 
-let stack: Stack;
-let worker: ReturnType<typeof startFastWorker>;
-
-before(async () => {
-  stack = await startStack();
-  worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'fast', concurrency: 4 });
-});
-after(async () => {
-  await worker.stop();
-  await stack.stop();
-});
+const stack = useStack({ worker: true });
 
 interface Changes {
   cursor: string;

@@ -1,43 +1,34 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
-import { startFastWorker, type ClaimedTask } from '../../support/fastWorker.js';
+import { eventually } from '../../support/stack.js';
+import type { ClaimedTask } from '../../support/fastWorker.js';
 import { graphOf } from '../../support/graphs.js';
 import { ApiClient } from '../../src/client/http.js';
 import { chromiumOptions, ensureUiBuilt, waitForExpression } from '../../support/uiBuild.js';
+import { useStack } from '../helpers/stackFixture.js';
 
 // The graph explorer in headless Chromium against the real stack (API, relay, bridge, Temporal, worker).
 // Page functions are strings: tsx would wrap named functions in a helper the page does not have. Waits poll
 // page.evaluate (waitForExpression): the UI's CSP forbids the eval that waitForFunction runs in the page.
 
-let stack: Stack;
 let browser: Browser;
-let worker: ReturnType<typeof startFastWorker>;
 /** Tasks whose next run the fast worker completes (others fail when their payload says `broken`). */
 const fixed = new Set<string>();
 /** Anything the UI's Content-Security-Policy blocked on any page (the UI must work under it). */
 const cspViolations: string[] = [];
 
-before(async () => {
-  ensureUiBuilt();
-  stack = await startStack();
-  worker = startFastWorker({
-    rootUrl: stack.api.rootUrl,
-    credentials: stack.api.root,
-    provisionerId: 'tgs-test',
-    workerType: 'fast',
-    concurrency: 4,
-    decide: (task: ClaimedTask) => (task.task.payload.broken && !fixed.has(task.taskId) ? 'failed' : 'completed'),
-  });
+const stack = useStack({
+  beforeStart: ensureUiBuilt,
+  worker: { concurrency: 4, decide: (task: ClaimedTask) => (task.task.payload.broken && !fixed.has(task.taskId) ? 'failed' : 'completed') },
+});
+stack.onStart(async () => {
   browser = await chromium.launch(chromiumOptions);
 });
-after(async () => {
+stack.onStop(async () => {
   assert.deepEqual(cspViolations, [], 'the UI ran into its Content-Security-Policy');
   await browser?.close();
-  await worker.stop();
-  await stack.stop();
 });
 
 type Nodes = Parameters<typeof graphOf>[0];
