@@ -38,15 +38,10 @@ export interface CacheRow {
   cachedFrom?: CachedFrom;
 }
 
-interface Row {
+/** A row as Postgres answers it: the columns named as the interface's fields are the same, the rest in snake case. */
+interface Row extends Pick<CacheRow, 'label' | 'name' | 'tier' | 'key' | 'inputs' | 'mode'> {
   task_id: string;
   task_graph_id: string;
-  label: string;
-  name: string;
-  tier: string;
-  key: string;
-  inputs: CacheKeyInputs;
-  mode: CacheMode;
   max_age_s: number | null;
   needed_until: Date;
   lookup: TierLookup[] | null;
@@ -54,15 +49,10 @@ interface Row {
   cached_from: CachedFrom | null;
 }
 
-const fromRow = (r: Row): CacheRow => ({
+const fromRow = ({ label, name, tier, key, inputs, mode, ...r }: Row): CacheRow => ({
   taskId: r.task_id,
   taskGraphId: r.task_graph_id,
-  label: r.label,
-  name: r.name,
-  tier: r.tier,
-  key: r.key,
-  inputs: r.inputs,
-  mode: r.mode,
+  ...{ label, name, tier, key, inputs, mode },
   maxAgeS: r.max_age_s ?? undefined,
   neededUntil: r.needed_until.toISOString(),
   ...(r.lookup ? { lookup: r.lookup } : {}),
@@ -73,15 +63,10 @@ const fromRow = (r: Row): CacheRow => ({
 /** The rows of a graph's new cached nodes, written with their tasks (src/scheduler/graphIntake.ts). */
 export async function insertCacheRows(db: Queryable, rows: CacheRow[]): Promise<void> {
   for (let i = 0; i < rows.length; i += 2000) {
-    const chunk = rows.slice(i, i + 2000).map((r) => ({
+    const chunk = rows.slice(i, i + 2000).map(({ label, name, tier, key, inputs, mode, ...r }) => ({
       task_id: r.taskId,
       task_graph_id: r.taskGraphId,
-      label: r.label,
-      name: r.name,
-      tier: r.tier,
-      key: r.key,
-      inputs: r.inputs,
-      mode: r.mode,
+      ...{ label, name, tier, key, inputs, mode },
       max_age_s: r.maxAgeS ?? null,
       needed_until: r.neededUntil,
     }));
