@@ -75,7 +75,7 @@ const showRatio = (x: number | undefined, unit = '×') => (x === undefined ? '�
  * Each cost as a ratio to a floor measured in the same run (so a slower or busier machine moves both): the 10k
  * graph's CPU per task against claim + complete's floor (the same claims and reports as bare statements), its tasks/s
  * against what its CPU per task allows on the machine's cores, claim + complete against its floor, the hop against
- * its Temporal floor; and the 100k submit's CPU per task. The goals are issue 42's.
+ * its Temporal floor; and the 100k submit's CPU per task. The goals: docs/benchmarks.md § The scenarios and their goals.
  */
 export function ratioRows(r: Results): string[] {
   const t = r.throughput;
