@@ -2,6 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import amqp from 'amqplib';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { startStack, eventually, type Stack } from '../../support/stack.js';
 import { startFastWorker, type ClaimedTask } from '../../support/fastWorker.js';
 import { fastTask } from '../../support/graphs.js';
@@ -114,6 +116,7 @@ async function watchGraph(taskGraphId: string) {
 }
 
 let g1: Submitted;
+let g2Reused: Submitted;
 let toolKey: string;
 
 test('G1 runs its cached toolchain and its build; an identical G2 reuses the toolchain with zero claims, its build reads G1\'s bytes, and the stream shows an ordinary completion', async () => {
@@ -130,6 +133,7 @@ test('G1 runs its cached toolchain and its build; an identical G2 reuses the too
   const g2Id = slugid.nice();
   const messages = await watchGraph(g2Id);
   const g2 = await submit(toolGraph(), g2Id);
+  g2Reused = g2;
   await finished(g2.taskGraphId);
   assert.ok(!claimed.includes(g2.id('toolchain')), 'no worker claimed the reused toolchain');
   assert.ok(claimed.includes(g2.id('build')), 'the build ran');
@@ -302,4 +306,25 @@ test('a cached node whose dependency is not cached is refused at submit, naming 
   const high = await stack.api.request('PUT', `/api/scheduler/v1/task-graph/${slugid.nice()}`, toolGraph({ toolPayload: { flags: 'scopes' }, tier: 'high' }), creds);
   assert.equal(high.status, 403);
   assert.match(JSON.stringify(high.body), /queue:route:index\.tgs\.cache\.high\.toolchain\./);
+});
+
+/** The `tgs` CLI as a user runs it, with root credentials from the environment. */
+async function tgs(...args: string[]): Promise<string> {
+  const env = { ...process.env, TGS_ROOT_URL: stack.api.rootUrl, TGS_CLIENT_ID: stack.api.root.clientId, TGS_ACCESS_TOKEN: stack.api.root.accessToken };
+  return (await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', ...args], { env })).stdout;
+}
+
+test('the CLI: `tgs cache why` prints the key and where the run came from, by taskId or by label; `tgs task status` names the source', async () => {
+  const byId = await tgs('cache', 'why', g2Reused.id('toolchain'));
+  assert.match(byId, new RegExp(`^toolchain \\(${g2Reused.id('toolchain')}\\): reused task ${g1.id('toolchain')} run 0 from tier low`));
+  assert.match(byId, new RegExp(`key +${toolKey}`));
+  const byLabel = await tgs('cache', 'why', 'toolchain', '--graph', g2Reused.taskGraphId, '--compare', g1.id('toolchain'));
+  assert.match(byLabel, /compared with .*: the same key/);
+  const status = await tgs('task', 'status', g2Reused.id('toolchain'));
+  assert.match(status, new RegExp(`run 0 +completed from the cache: task ${g1.id('toolchain')} run 0 \\(tier low\\)`));
+  // the tests before purged and rewrote entries: the CLI lists what the API lists
+  const listed = await tgs('cache', 'list', 'low', 'toolchain');
+  const api = await stack.root.request<{ entries: { key: string; taskId: string; expires: string }[] }>('scheduler', 'GET', '/cache/low/toolchain');
+  assert.ok(api.entries.length > 0);
+  assert.equal(listed, api.entries.map((e) => `${e.key}  ${e.taskId}  expires ${e.expires}\n`).join(''));
 });

@@ -18,7 +18,12 @@ function runId(value: string | undefined): number | undefined {
 
 function describeRun(r: TaskRun): string {
   const reason = r.reasonResolved && r.reasonResolved !== r.state ? ` (${r.reasonResolved})` : '';
-  const where = r.workerId ? ` on ${r.workerGroup}/${r.workerId}` : '';
+  // a run reused from the cache names its source instead of a worker (docs/formats.md § Cached tasks)
+  const where = r.cachedFrom
+    ? ` from the cache: task ${r.cachedFrom.taskId} run ${r.cachedFrom.runId} (tier ${r.cachedFrom.tier})`
+    : r.workerId
+      ? ` on ${r.workerGroup}/${r.workerId}`
+      : '';
   const when = r.resolved ? `resolved ${r.resolved}` : r.started ? `started ${r.started}` : `scheduled ${r.scheduled}`;
   return `run ${r.runId}  ${r.state}${reason}${where}, ${when} [${r.reasonCreated}]`;
 }
