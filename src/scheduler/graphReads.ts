@@ -17,11 +17,13 @@ export interface TaskStateRow {
   runs: number | null;
   started: string | null;
   resolved: string | null;
+  /** the latest run was reused from the cache (docs/formats.md § Cached tasks) */
+  cached: boolean | null;
 }
 
 /** Columns of TaskStateRow from `tasks t` (LEFT JOINed rows give NULLs). */
 const TASK_STATE_COLUMNS = `t.state, jsonb_array_length(t.runs) AS runs,
-  t.runs -> -1 ->> 'started' AS started, t.runs -> -1 ->> 'resolved' AS resolved`;
+  t.runs -> -1 ->> 'started' AS started, t.runs -> -1 ->> 'resolved' AS resolved, t.runs -> -1 ? 'cachedFrom' AS cached`;
 
 /** Where a page of the graph list resumes: after this graph, newest first. */
 export interface GraphListPosition {
@@ -168,6 +170,8 @@ export interface EncodedNodes {
   /** comma-separated: latest run started / resolved, ms after `timeBase`, `null` when absent */
   started: string;
   resolved: string;
+  /** '1' where the latest run was reused from the cache, else '0' */
+  cached: string;
 }
 
 const STATE_CHAR_SQL = `CASE state ${Object.entries(TASK_STATE_CHAR)
@@ -195,7 +199,8 @@ export const ENCODED_NODES_SQL = `SELECT count(*)::int AS count,
   coalesce(string_agg(${STATE_CHAR_SQL}, ''), '') AS states,
   coalesce(string_agg(coalesce(jsonb_array_length(runs), 0)::text, ','), '') AS runs,
   coalesce(string_agg(${runTimeSql('started')}, ','), '') AS started,
-  coalesce(string_agg(${runTimeSql('resolved')}, ','), '') AS resolved
+  coalesce(string_agg(${runTimeSql('resolved')}, ','), '') AS resolved,
+  coalesce(string_agg(CASE WHEN runs -> -1 ? 'cachedFrom' THEN '1' ELSE '0' END, ''), '') AS cached
 FROM (
   SELECT idx, task_id, member, label, requires, state, runs FROM (
     SELECT n.idx, n.task_id, n.member, n.label, n.requires, t.state, t.runs

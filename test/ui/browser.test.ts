@@ -4,7 +4,7 @@ import slugid from 'slugid';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { eventually } from '../../support/stack.js';
 import type { ClaimedTask } from '../../support/fastWorker.js';
-import { graphOf } from '../../support/graphs.js';
+import { fastTask, graphOf } from '../../support/graphs.js';
 import { ApiClient } from '../../src/client/http.js';
 import { chromiumOptions, ensureUiBuilt, waitForExpression } from '../../support/uiBuild.js';
 import { useStack } from '../helpers/stackFixture.js';
@@ -313,5 +313,49 @@ test('the graphs list shows each graph with its counts and filters by state', as
   await page.click(`${row(running.taskGraphId)} a`);
   await page.waitForURL(new RegExp(`/ui/task-graph/${running.taskGraphId}$`));
   await page.waitForSelector('[data-graph-state=running]');
+  await page.close();
+});
+
+test('a node reused from the cache is marked in the drawing and the table as the change arrives, and its panel links to the source', async () => {
+  // gate (refresh: always runs, driven by hand) → tool (use): the second graph's tool is reused once gate completes
+  const graph = () => ({
+    metadata: { name: 'ui cache' },
+    tasks: {
+      gate: { cache: { name: 'ui-gate', mode: 'refresh' }, task: { ...fastTask('gate'), workerType: 'ui-gate' } },
+      tool: { requires: ['gate'], cache: { name: 'ui-tool' }, task: fastTask('tool') },
+    },
+  });
+  const put = async () => {
+    const taskGraphId = slugid.nice();
+    const res = await stack.root.request<{ tasks: { label: string; taskId: string }[] }>('scheduler', 'PUT', `/task-graph/${taskGraphId}`, graph());
+    return { taskGraphId, ids: new Map(res.tasks.map((t) => [t.label, t.taskId])) };
+  };
+  const runGate = async (ids: Map<string, string>) => {
+    const gate = ids.get('gate') as string;
+    await eventually(async () => (await taskState(gate)) === 'pending', 'gate pending');
+    await report(await claim('ui-gate', gate), 'completed');
+  };
+  const first = await put();
+  await runGate(first.ids);
+  await waitGraphState(first.taskGraphId, 'finished');
+  await eventually(async () => (await stack.root.request('scheduler', 'GET', '/cache/default/ui-tool')).entries.length > 0, 'the tool entry indexed');
+
+  const second = await put();
+  const page = await newPage();
+  await openGraph(page, second.taskGraphId);
+  const cachedFlag = (label: string) => page.evaluate(`(window.tgsGraph.flags[window.tgsGraph.find(${JSON.stringify(label)})] & 16) !== 0`);
+  assert.equal(await cachedFlag('tool'), false, 'not reused before it is ready');
+  await runGate(second.ids);
+  await waitGraphState(second.taskGraphId, 'finished');
+  await eventually(async () => (await cachedFlag('tool')) === true, 'the drawing marks the reused node');
+  assert.equal(await cachedFlag('gate'), false, 'a node that ran is not marked');
+  await page.waitForSelector('.task-table .row[data-label="tool"][data-cached="1"]');
+  await clickNode(page, 'tool');
+  const link = await page.waitForSelector(`.task-panel .cached a[href$="task/${first.ids.get('tool')}"]`);
+  assert.equal(await link.textContent(), first.ids.get('tool'));
+  // loaded afresh, the mark comes with the nodes
+  await page.reload();
+  await waitForExpression(page, 'window.tgsGraph && window.tgsGraph.metrics.firstDraw !== undefined', 30_000);
+  assert.equal(await cachedFlag('tool'), true);
   await page.close();
 });

@@ -20,6 +20,7 @@ export function encodeStates(rows: TaskStateRow[], timeBase: number) {
     runs: rows.map((r) => r.runs ?? 0),
     started: rows.map((r) => time(r.started)),
     resolved: rows.map((r) => time(r.resolved)),
+    cached: rows.map((r) => (r.cached ? '1' : '0')).join(''),
   };
 }
 
@@ -31,6 +32,7 @@ export const stateArraysSchema: Record<string, JsonSchema> = {
   runs: { type: 'array', items: { type: 'integer' }, description: 'number of runs' },
   started: { ...nullableInts, description: 'latest run started, ms after timeBase' },
   resolved: { ...nullableInts, description: 'latest run resolved, ms after timeBase' },
+  cached: { type: 'string', description: "one character per task: '1' where the latest run was reused from the cache (docs/formats.md § Cached tasks)" },
 };
 
 /** The graph-level fields every explorer answer starts with. */
@@ -91,7 +93,7 @@ export const taskGraphNodesEndpoint = declare({
     const fromIdx = Number(query.fromIdx ?? 0);
     const { graph, nodes } = await readNodes(deps.pool, params.taskGraphId, fromIdx);
     // The arrays arrive from Postgres in their JSON form (readNodes): spliced, not parsed and serialized again.
-    const head = JSON.stringify({ ...graphHeader(graph), fromIdx, taskIds: nodes.taskIds, members: nodes.members, states: nodes.states });
+    const head = JSON.stringify({ ...graphHeader(graph), fromIdx, taskIds: nodes.taskIds, members: nodes.members, states: nodes.states, cached: nodes.cached });
     const body = `${head.slice(0, -1)},"labels":${nodes.labels},"requireCounts":[${nodes.requireCounts}],"requires":[${nodes.requires}],"runs":[${nodes.runs}],"started":[${nodes.started}],"resolved":[${nodes.resolved}]}`;
     return new RawReply(200, { 'content-type': 'application/json' }, body);
   },

@@ -99,6 +99,7 @@ export function TaskTable({ store, version }: { store: GraphStore; version: numb
                   class={`row ${store.selected === i ? 'selected' : ''}`}
                   data-label={d.labels[i]}
                   data-state={state}
+                  data-cached={d.cached[i] ? '1' : undefined}
                   style={{ top: `${(first + k) * ROW_HEIGHT}px` }}
                   onClick={() => store.select(i, true)}
                 >
@@ -109,7 +110,9 @@ export function TaskTable({ store, version }: { store: GraphStore; version: numb
                     <StateBadge state={state} />
                   </span>
                   <span class="c-dur">{duration(store.duration(i))}</span>
-                  <span class="c-runs">{d.runs[i]}</span>
+                  <span class="c-runs" title={d.cached[i] ? 'reused from the cache: no worker ran it' : undefined}>
+                    {d.cached[i] ? 'cached' : d.runs[i]}
+                  </span>
                   <span class="c-id">{store.taskId(i)}</span>
                 </div>
               );

@@ -32,6 +32,8 @@ export interface GraphData {
   /** Latest run started / resolved, ms since the epoch; NaN when absent. */
   started: Float64Array;
   resolved: Float64Array;
+  /** 1 where the latest run was reused from the cache. */
+  cached: Uint8Array;
   reqStart: Uint32Array;
   req: Uint32Array;
   depStart: Uint32Array;

@@ -4,3 +4,5 @@ export const FLAG_SELECTED = 1;
 export const FLAG_BLOCKING = 2;
 export const FLAG_HELD_BACK = 4;
 export const FLAG_DIM = 8;
+/** the latest run was reused from the cache (docs/formats.md § Cached tasks): a white ring inside the node */
+export const FLAG_CACHED = 16;

@@ -14,6 +14,7 @@ interface NodesAnswer extends GraphHeader {
   runs: number[];
   started: (number | null)[];
   resolved: (number | null)[];
+  cached: string;
   requireCounts: number[];
   requires: number[];
 }
@@ -38,6 +39,7 @@ function append(into: NodesAnswer, more: NodesAnswer): NodesAnswer {
     runs: into.runs.concat(more.runs),
     started: into.started.concat(more.started),
     resolved: into.resolved.concat(more.resolved),
+    cached: into.cached + more.cached,
     requireCounts: into.requireCounts.concat(more.requireCounts),
     requires: into.requires.concat(more.requires),
   };
@@ -68,9 +70,12 @@ function handle(request: WorkerRequest): void {
   const time = (ms: number | null) => (ms === null ? NaN : ms + raw!.timeBase);
   const states = new Uint8Array(n);
   const members = new Uint8Array(n);
+  const cached = new Uint8Array(n);
   for (let i = 0; i < n; i++) {
     states[i] = stateCode(raw.states[i]);
     members[i] = raw.members.charCodeAt(i) === 49 ? 1 : 0;
+    // an older API's answer has no `cached`
+    cached[i] = raw.cached?.charCodeAt(i) === 49 ? 1 : 0;
   }
   const data: GraphData = {
     header: graphHeaderOf(raw),
@@ -83,6 +88,7 @@ function handle(request: WorkerRequest): void {
     runs: Int32Array.from(raw.runs),
     started: Float64Array.from(raw.started, time),
     resolved: Float64Array.from(raw.resolved, time),
+    cached,
     reqStart,
     req,
     depStart: layout.depStart,
@@ -94,7 +100,7 @@ function handle(request: WorkerRequest): void {
     bounds: layout.bounds,
     timings: { fetchMs: request.fetchMs, parseMs: t2 - t1, layoutMs: t3 - t2 },
   };
-  const transfer = [members, states, data.runs, data.started, data.resolved, reqStart, req, data.depStart, data.dep, data.xy, edges].map((a) => a.buffer);
+  const transfer = [members, states, cached, data.runs, data.started, data.resolved, reqStart, req, data.depStart, data.dep, data.xy, edges].map((a) => a.buffer);
   scope.postMessage({ type: 'graph', data }, transfer);
 }
 

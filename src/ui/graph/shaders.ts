@@ -2,7 +2,7 @@
 // sources from the TypeScript constants, so the shaders cannot drift from what store.ts sets and states.ts colours.
 // Also imported by node's unit tests: imports carry .js, and nothing here touches the DOM.
 import { STATE_NAMES } from '../states.js';
-import { FLAG_BLOCKING, FLAG_DIM, FLAG_HELD_BACK, FLAG_SELECTED } from './flags.js';
+import { FLAG_BLOCKING, FLAG_CACHED, FLAG_DIM, FLAG_HELD_BACK, FLAG_SELECTED } from './flags.js';
 
 const STATE_COUNT = STATE_NAMES.length;
 const bit = (flag: number) => `${flag}u`;
@@ -46,6 +46,7 @@ void main() {
   if ((v_flags & ${bit(FLAG_DIM)}) != 0u) { col = mix(col, vec3(1.0), 0.7); }
   if ((v_flags & ${bit(FLAG_HELD_BACK)}) != 0u) col = (v_size >= 7.0 && r < 0.5) ? vec3(1.0) : mix(col, vec3(0.55, 0.18, 0.1), 0.6);
   if (v_size >= 7.0 && r > 1.0 - 1.5 * px) col = col * 0.6;
+  if ((v_flags & ${bit(FLAG_CACHED)}) != 0u && r > 0.3 && r < 0.55) col = vec3(1.0);
   if ((v_flags & ${bit(FLAG_BLOCKING)}) != 0u && r > 1.0 - 5.0 * px) col = (r > 1.0 - 2.5 * px) ? vec3(0.0) : vec3(1.0, 0.85, 0.0);
   if ((v_flags & ${bit(FLAG_SELECTED)}) != 0u && r > 1.0 - 3.5 * px) col = vec3(0.0, 0.75, 1.0);
   o_color = vec4(col, 1.0);

@@ -5,11 +5,11 @@ import { apiGet, apiUrl, ApiError } from '../api';
 import { isResolved, stateCode, STATE_NAMES } from '../states';
 import { graphHeaderOf, type GraphData, type GraphHeader, type WorkerRequest, type WorkerResponse } from './data';
 import { GraphRenderer } from './renderer';
-import { FLAG_BLOCKING, FLAG_DIM, FLAG_HELD_BACK, FLAG_SELECTED } from './flags';
+import { FLAG_BLOCKING, FLAG_CACHED, FLAG_DIM, FLAG_HELD_BACK, FLAG_SELECTED } from './flags';
 
 interface ChangesAnswer extends GraphHeader {
   graphChanged: boolean;
-  changes: { taskIds: string; states: string; runs: number[]; started: (number | null)[]; resolved: (number | null)[] };
+  changes: { taskIds: string; states: string; runs: number[]; started: (number | null)[]; resolved: (number | null)[]; cached?: string };
 }
 
 export interface Metrics {
@@ -225,6 +225,7 @@ export class GraphStore {
       data.runs.set(old.runs.subarray(0, data.newFrom));
       data.started.set(old.started.subarray(0, data.newFrom));
       data.resolved.set(old.resolved.subarray(0, data.newFrom));
+      data.cached.set(old.cached.subarray(0, data.newFrom));
     } else {
       this.header = data.header;
       this.metrics.dataMs = data.timings.fetchMs;
@@ -237,6 +238,7 @@ export class GraphStore {
     for (let i = old ? old.n : 0; i < data.n; i++) this.idxOf.set(data.taskIds.slice(22 * i, 22 * i + 22), i);
     const flags = new Uint8Array(data.n);
     flags.set(this.flags.subarray(0, Math.min(this.flags.length, data.n)));
+    for (let i = 0; i < data.n; i++) flags[i] = data.cached[i] ? flags[i] | FLAG_CACHED : flags[i] & ~FLAG_CACHED;
     this.flags = flags;
     this.recount();
     this.updateMarkers();
@@ -337,6 +339,7 @@ export class GraphStore {
     const c = answer.changes;
     const count = c.states.length;
     let statesChanged = false;
+    let flagsChanged = false;
     for (let k = 0; k < count; k++) {
       const taskId = c.taskIds.slice(22 * k, 22 * k + 22);
       const i = this.idxOf.get(taskId);
@@ -350,6 +353,12 @@ export class GraphStore {
       d.runs[i] = c.runs[k];
       d.started[i] = c.started[k] === null ? NaN : (c.started[k] as number) + answer.timeBase;
       d.resolved[i] = c.resolved[k] === null ? NaN : (c.resolved[k] as number) + answer.timeBase;
+      const cached = c.cached?.charCodeAt(k) === 49 ? 1 : 0;
+      if (d.cached[i] !== cached) {
+        d.cached[i] = cached;
+        this.flags[i] = cached ? this.flags[i] | FLAG_CACHED : this.flags[i] & ~FLAG_CACHED;
+        flagsChanged = true;
+      }
       this.pendingDraw.push(taskId);
       statesChanged = true;
     }
@@ -364,6 +373,7 @@ export class GraphStore {
       this.updateDim();
       this.renderer?.flagsChanged();
     }
+    if (flagsChanged) this.renderer?.flagsChanged();
     if (statesChanged) this.renderer?.statesChanged();
     this.notify(false);
   }
