@@ -96,6 +96,24 @@ export async function listScheduledHooks(db: Queryable): Promise<HookRow[]> {
   return rows.map(fromRow);
 }
 
+/** The hooks with a binding to `exchange`: the ones a message of it may fire (src/hooks/messageFire.ts). */
+export async function listHooksBoundTo(db: Queryable, exchange: string): Promise<HookRow[]> {
+  const { rows } = await db.query<Row>(
+    `SELECT ${COLUMNS} FROM hooks WHERE bindings @> jsonb_build_array(jsonb_build_object('exchange', $1::text)) ORDER BY hook_group_id, hook_id`,
+    [exchange],
+  );
+  return rows.map(fromRow);
+}
+
+/** The union of every hook's bindings: what the hook listener's queue is bound to. */
+export async function listAllBindings(db: Queryable): Promise<Binding[]> {
+  const { rows } = await db.query<{ exchange: string; routing_key_pattern: string }>(
+    `SELECT DISTINCT b->>'exchange' AS exchange, b->>'routingKeyPattern' AS routing_key_pattern
+       FROM hooks, jsonb_array_elements(bindings) b ORDER BY 1, 2`,
+  );
+  return rows.map((r) => ({ exchange: r.exchange, routingKeyPattern: r.routing_key_pattern }));
+}
+
 /** Inserts a hook; false when one with these ids exists (nothing written). */
 export async function insertHook(db: Queryable, hook: HookDefinition & { triggerToken: string }): Promise<boolean> {
   const { rowCount } = await db.query(
