@@ -35,6 +35,7 @@ export const OVERLAPS = ['SKIP', 'BUFFER_ONE', 'BUFFER_ALL', 'CANCEL_OTHER', 'TE
 export type Overlap = (typeof OVERLAPS)[number];
 
 export interface HookRow extends HookDefinition {
+  /** as stored: sealed when TGS_HOOK_TOKEN_KEY is set (src/hooks/tokenCipher.ts) */
   triggerToken: string;
   policy: SchedulePolicy;
 }

@@ -7,6 +7,7 @@ import { checkSchedulePatterns, deleteHookSchedule, scheduleIdFor } from '../sch
 import { checkBindings } from '../bindings.js';
 import { HOOK_BINDINGS_CHANNEL } from '../listenerBindings.js';
 import { checkTemplateBounds } from '../render.js';
+import { sealToken } from '../tokenCipher.js';
 import { checkTriggerSchema } from '../triggerSchema.js';
 import { lockForHookWrite } from '../scheduleLock.js';
 import { definitionOf, deleteHook, getHook, insertHook, listHookGroups as listGroups, listHooks as listGroupHooks, listLastFires, updateHookDefinition, type HookDefinition } from '../store.js';
@@ -141,7 +142,7 @@ export const createHook = declare<HookRequest>({
     await checkTemplateBounds(definition.task);
     const created = await writeHook(
       deps,
-      (client) => insertHook(client, { ...definition, triggerToken: slugid.nice() }),
+      (client) => insertHook(client, { ...definition, triggerToken: sealToken(deps.config.hookTokenKey, definition, slugid.nice()) }),
       (inserted) => (inserted ? { ...definition, policy: DEFAULT_POLICY } : undefined),
     );
     if (!created) {
