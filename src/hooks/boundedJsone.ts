@@ -9,11 +9,15 @@ import { Worker } from 'node:worker_threads';
  * stopped by terminating the thread (a new one starts for the next render); its heap is capped too, and a result
  * whose JSON exceeds RENDER_OUTPUT_LIMIT characters is refused before it is sent back. A cheaper bound inside json-e
  * (counting its steps) is not possible without changing the package; a render in the thread costs a message each
- * way (measured with test/hooks/hookRenderLimits.test.ts's ordinary template: well under a millisecond a render once
- * the thread runs, its first start ~30 ms).
+ * way: test/hooks/hookRenderLimits.test.ts's ordinary task template took 0.54 ms a render there (1.3 ms while other
+ * test files ran; 2 vCPU), its thread's start is not counted against the limit.
  */
 
-/** Ordinary templates render in well under a millisecond; a second is three orders of magnitude of room. */
+/**
+ * Ordinary templates render in about a millisecond; a second is three orders of magnitude of room. json-e is slow per
+ * element (a `$map` over 100,000 elements took 2.1 s here), so a template that maps over tens of thousands of
+ * elements is refused: no task definition needs that.
+ */
 export const RENDER_TIME_LIMIT_MS = 1000;
 /**
  * The rendered task's (or task-graph's) JSON at most: 4 MiB characters, four times createTask's body limit
