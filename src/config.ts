@@ -60,6 +60,11 @@ export interface Config {
   metricsPort: number;
   /** pino level of the process logs: fatal, error, warn, info, debug, trace or silent. */
   logLevel: string;
+  /**
+   * TGS_HOOK_TOKEN_KEY: 32 bytes (base64) that seal hooks' trigger tokens at rest (src/hooks/tokenCipher.ts); unset,
+   * they are stored as they are.
+   */
+  hookTokenKey: Buffer | undefined;
   /** Largest createTaskGraph / extendTaskGraph body (a 100,000-task graph of the bench is ~35 MB of JSON). */
   maxGraphBytes: number;
   /** Per-process cap on scheduler changes long-polls in flight (src/api/concurrency.ts); beyond it 429. */
@@ -120,6 +125,14 @@ export function temporalCliFromEnv(env: NodeJS.ProcessEnv = process.env): string
 }
 
 /** TGS_BRIDGE_QUEUE_TYPE: `quorum` (default) or `classic`. */
+function hookTokenKeyFromEnv(env: NodeJS.ProcessEnv): Buffer | undefined {
+  const value = env.TGS_HOOK_TOKEN_KEY;
+  if (!value) return undefined;
+  const key = Buffer.from(value, 'base64');
+  if (key.length !== 32) throw new Error(`TGS_HOOK_TOKEN_KEY must be 32 bytes in base64 (e.g. \`openssl rand -base64 32\`); it decodes to ${key.length} bytes`);
+  return key;
+}
+
 function bridgeQueueTypeFromEnv(env: NodeJS.ProcessEnv): 'quorum' | 'classic' {
   const raw = (env.TGS_BRIDGE_QUEUE_TYPE ?? '').trim().toLowerCase();
   if (raw === '') return 'quorum';
@@ -171,6 +184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     metricsPort: intFromEnv(env, 'TGS_METRICS_PORT', 0),
     logLevel: logLevelFromEnv(env),
     maxGraphBytes: intFromEnv(env, 'TGS_MAX_GRAPH_BYTES', 256 * 1024 * 1024),
+    hookTokenKey: hookTokenKeyFromEnv(env),
     // The API's pool has 20 connections. A nodes read (4) or an artifact read (8) holds one for its whole
     // duration, leaving at least 8 to claims and reports; a changes poll holds one only while its query runs
     // (a few ms every 200 ms), so 64 of them keep about 2 busy on average.

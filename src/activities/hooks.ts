@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import { LazyTemporalClient } from '../temporal/connection.js';
 import { fireHook } from '../hooks/fire.js';
 import { getHook, getLastFire } from '../hooks/store.js';
-import { scheduledTaskId } from '../hooks/scheduledTaskId.js';
+import { scheduledTaskId } from '../hooks/fireTaskId.js';
 import type { HookFireResult } from '../workflows/hookFireContract.js';
 
 /** The activity of a hook's scheduled fire (src/workflows/hookFire.ts). */

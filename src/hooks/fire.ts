@@ -61,7 +61,7 @@ export async function fireHook(
 
   let task: Record<string, unknown> | undefined;
   try {
-    task = renderHookTask(hook.task, context, taskId, { now, firedAt });
+    task = await renderHookTask(hook.task, context, taskId, { now, firedAt });
   } catch (err) {
     return refuse(new TgsError('InputError', `While firing hook:\n\n${String(err)}`));
   }
@@ -70,7 +70,7 @@ export async function fireHook(
   const success = { hookGroupId: hook.hookGroupId, hookId: hook.hookId, taskId, firedBy: context.firedBy, taskCreateTime: now, result: 'success' as const, error: '' };
   if (isGraph(task)) {
     try {
-      await fireGraph(env, task, { role, scopes }, taskId, context.firedBy === 'schedule');
+      await fireGraph(env, task, { role, scopes }, taskId, context.firedBy === 'schedule' || context.firedBy === 'pulseMessage');
     } catch (err) {
       if (!(err instanceof TgsError)) throw err;
       return refuse(asFireError(role, err, 'createTaskGraph', 'task-graph'));

@@ -9,21 +9,21 @@ import { startGraphWorkflow } from '../scheduler/startWorkflow.js';
  * Fires a hook whose template renders a task-graph (docs/formats.md § Hooks, tgs's extension): the graph is created
  * as createTaskGraph creates it, acting as the role `hook-id:<hookGroupId>/<hookId>` with its expanded `scopes` (so the
  * role needs `scheduler:create-task-graph` and createTask's scopes for every task), under the fire's taskId as its
- * taskGraphId, and its workflow started. A scheduled fire retried after the graph was stored (its fire not yet
- * recorded) finds the graph under the id only that fire makes, and counts it as created.
+ * taskGraphId, and its workflow started. A scheduled fire or a message's (`derivedId`) retried after the graph was
+ * stored (its fire not yet recorded) finds the graph under the id only that fire makes, and counts it as created.
  */
 export async function fireGraph(
   env: FireEnv,
   graph: Record<string, unknown>,
   as: { role: string; scopes: string[] },
   taskGraphId: string,
-  scheduled: boolean,
+  derivedId: boolean,
 ): Promise<void> {
   let created;
   try {
     created = await createTaskGraph(env, taskGraphId, graph, { authorize: (expr) => requireScopes(as.role, as.scopes, expr) });
   } catch (err) {
-    if (scheduled && err instanceof TgsError && err.code === 'RequestConflict' && (await getGraph(env.pool, taskGraphId))) return;
+    if (derivedId && err instanceof TgsError && err.code === 'RequestConflict' && (await getGraph(env.pool, taskGraphId))) return;
     throw err;
   }
   try {

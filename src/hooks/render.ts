@@ -1,4 +1,6 @@
-import jsone from 'json-e';
+import slugid from 'slugid';
+import { TgsError } from '../errors.js';
+import { renderBounded, RenderLimitError } from './boundedJsone.js';
 
 /**
  * What a hook's `task` template is rendered with (Taskcluster's "firing hooks"): `firedBy`, `taskId`, `now` (the
@@ -20,16 +22,16 @@ const DAY_MS = 24 * 3600 * 1000;
  * the fire stands for: a trigger's is `firedAt`, a scheduled fire's its schedule time, which for a backfill or a fire
  * delayed by an outage is past — while the queue takes only a task `created` within 15 minutes of the present, so the
  * defaults count from `firedAt`. Undefined when the template renders to nothing (`$if` false): the hook declines to
- * fire. A template error throws (json-e's message).
+ * fire. A template error throws (json-e's message); so does a render past its bounds (src/hooks/boundedJsone.ts).
  */
-export function renderHookTask(
+export async function renderHookTask(
   template: Record<string, unknown>,
   context: FireContext,
   taskId: string,
   times: { now: Date; firedAt: Date },
-): Record<string, unknown> | undefined {
+): Promise<Record<string, unknown> | undefined> {
   const { now, firedAt } = times;
-  const rendered: unknown = jsone(template, { ...context, taskId, now: now.toISOString() });
+  const rendered: unknown = await renderBounded(template, { ...context, taskId, now: now.toISOString() });
   if (rendered === null || rendered === undefined) return undefined;
   if (typeof rendered !== 'object' || Array.isArray(rendered)) {
     throw new Error(`the hook's task template rendered to ${Array.isArray(rendered) ? 'an array' : typeof rendered}, not a task definition object`);
@@ -60,4 +62,18 @@ function fillTimes(task: Record<string, unknown>, firedAt: Date): void {
   if (!task.created) task.created = firedAt.toISOString();
   if (!task.deadline) task.deadline = new Date(firedAt.getTime() + DAY_MS).toISOString();
   if (!task.expires) task.expires = new Date(firedAt.getTime() + 30 * DAY_MS).toISOString();
+}
+
+/**
+ * Refuses (400) a template whose render exceeds the bounds (src/hooks/boundedJsone.ts) when the hook is written,
+ * rendered as a trigger with an empty payload renders it. Only the bounds are judged: a template error with this
+ * context may not be one with a real payload, and a fire past the bounds with its own payload is still refused and
+ * recorded as a failed fire.
+ */
+export async function checkTemplateBounds(template: Record<string, unknown>): Promise<void> {
+  try {
+    await renderBounded(template, { firedBy: 'triggerHook', payload: {}, taskId: slugid.nice(), now: new Date().toISOString() });
+  } catch (err) {
+    if (err instanceof RenderLimitError) throw new TgsError('InputError', `The hook's task template is refused: ${err.message}`);
+  }
 }

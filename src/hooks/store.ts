@@ -35,6 +35,7 @@ export const OVERLAPS = ['SKIP', 'BUFFER_ONE', 'BUFFER_ALL', 'CANCEL_OTHER', 'TE
 export type Overlap = (typeof OVERLAPS)[number];
 
 export interface HookRow extends HookDefinition {
+  /** as stored: sealed when TGS_HOOK_TOKEN_KEY is set (src/hooks/tokenCipher.ts) */
   triggerToken: string;
   policy: SchedulePolicy;
 }
@@ -94,6 +95,24 @@ export async function listHooks(db: Queryable, hookGroupId: string): Promise<Hoo
 export async function listScheduledHooks(db: Queryable): Promise<HookRow[]> {
   const { rows } = await db.query<Row>(`SELECT ${COLUMNS} FROM hooks WHERE jsonb_array_length(schedule) > 0 ORDER BY hook_group_id, hook_id`);
   return rows.map(fromRow);
+}
+
+/** The hooks with a binding to `exchange`: the ones a message of it may fire (src/hooks/messageFire.ts). */
+export async function listHooksBoundTo(db: Queryable, exchange: string): Promise<HookRow[]> {
+  const { rows } = await db.query<Row>(
+    `SELECT ${COLUMNS} FROM hooks WHERE bindings @> jsonb_build_array(jsonb_build_object('exchange', $1::text)) ORDER BY hook_group_id, hook_id`,
+    [exchange],
+  );
+  return rows.map(fromRow);
+}
+
+/** The union of every hook's bindings: what the hook listener's queue is bound to. */
+export async function listAllBindings(db: Queryable): Promise<Binding[]> {
+  const { rows } = await db.query<{ exchange: string; routing_key_pattern: string }>(
+    `SELECT DISTINCT b->>'exchange' AS exchange, b->>'routingKeyPattern' AS routing_key_pattern
+       FROM hooks, jsonb_array_elements(bindings) b ORDER BY 1, 2`,
+  );
+  return rows.map((r) => ({ exchange: r.exchange, routingKeyPattern: r.routing_key_pattern }));
 }
 
 /** Inserts a hook; false when one with these ids exists (nothing written). */

@@ -3,6 +3,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { SignInControl, verifyCredentials } from './components/SignIn';
 import { GraphPage } from './pages/GraphPage';
+import { HooksPage } from './pages/HooksPage';
 import { ListPage } from './pages/ListPage';
 import { TaskPage } from './pages/TaskPage';
 import { currentRoute, href, interceptLinks, onRouteChange } from './router';
@@ -15,6 +16,7 @@ function Route({ path, query }: { path: string; query: URLSearchParams }) {
   const task = /^task\/([A-Za-z0-9_-]+)$/.exec(path);
   if (task) return <TaskPage key={task[1]} taskId={task[1]} />;
   if (path === '') return <ListPage query={query} />;
+  if (path === 'hooks') return <HooksPage />;
   return (
     <div class="list-page">
       <h1>Not found</h1>
@@ -54,6 +56,7 @@ function App() {
           tgs
         </a>
         <a href={href('./')}>Task graphs</a>
+        <a href={href('hooks')}>Hooks</a>
         <span class="grow" />
         <SignInControl notice={notice} />
       </nav>

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { createActivities } from '../../src/activities/index.js';
 import { scheduleIdFor } from '../../src/hooks/schedules.js';
-import { scheduledTaskId } from '../../src/hooks/scheduledTaskId.js';
+import { scheduledTaskId } from '../../src/hooks/fireTaskId.js';
 import { hookScheduleSweep } from '../../src/hooks/reconcileSweep.js';
 import { LazyTemporalClient } from '../../src/temporal/connection.js';
 import { eventually, type Stack } from '../../support/stack.js';

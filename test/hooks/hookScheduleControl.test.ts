@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { scheduleIdFor } from '../../src/hooks/schedules.js';
-import { scheduledTaskId } from '../../src/hooks/scheduledTaskId.js';
+import { scheduledTaskId } from '../../src/hooks/fireTaskId.js';
 import { hookScheduleSweep } from '../../src/hooks/reconcileSweep.js';
 import { LazyTemporalClient } from '../../src/temporal/connection.js';
 import { eventually, type Stack } from '../../support/stack.js';

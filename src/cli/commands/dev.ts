@@ -5,6 +5,7 @@ import { loadConfig, ROOT_CLIENT_ID, type Config } from '../../config.js';
 import { buildApi, type ApiApp } from '../../api/app.js';
 import { startRelay } from '../../exchanges/relay.js';
 import { startBridge } from '../../bridge/bridge.js';
+import { startHookListener } from '../../hooks/listener.js';
 import { memoryBusUrl, safeBusUrl } from '../../exchanges/bus.js';
 import { pgliteUrl } from '../../db/pglite.js';
 import { acquireDirLock } from '../../db/pgliteLock.js';
@@ -263,6 +264,9 @@ async function runDev(
   const bridge = await startBridge({ config, pool: api.deps.pool, temporal: () => api.deps.temporal.get(), log: lineLogger(logger('bridge')) });
   const unobserveBridge = observeBridge(bridge.stats);
   cleanups.push({ name: 'the bridge', run: () => (unobserveBridge(), bridge.stop()) });
+  // hooks' bindings, in the process that runs the bridge (src/hooks/listener.ts), its queue there before the relay too
+  const hookListener = await startHookListener({ config, pool: api.deps.pool, temporal: api.deps.temporal, log: lineLogger(logger('hooks')) });
+  cleanups.push({ name: 'the hook listener', run: () => hookListener.stop() });
   const relay = await startRelay({ config, pool: api.deps.pool, log: lineLogger(logger('relay')) });
   const unobserveRelay = observeRelay(config.databaseUrl, api.deps.pool, relay.stats);
   cleanups.push({ name: 'the relay', run: () => (unobserveRelay(), relay.stop()) });

@@ -1,9 +1,13 @@
 import { isDeepStrictEqual } from 'node:util';
 import slugid from 'slugid';
 import { declare } from '../../api/endpoint.js';
-import { withTransaction } from '../../db/pool.js';
+import { notifyAfterCommit, withTransaction } from '../../db/pool.js';
 import { TgsError } from '../../errors.js';
 import { checkSchedulePatterns, deleteHookSchedule, scheduleIdFor } from '../schedules.js';
+import { checkBindings } from '../bindings.js';
+import { HOOK_BINDINGS_CHANNEL } from '../listenerBindings.js';
+import { checkTemplateBounds } from '../render.js';
+import { sealToken } from '../tokenCipher.js';
 import { checkTriggerSchema } from '../triggerSchema.js';
 import { lockForHookWrite } from '../scheduleLock.js';
 import { definitionOf, deleteHook, getHook, insertHook, listHookGroups as listGroups, listHooks as listGroupHooks, listLastFires, updateHookDefinition, type HookDefinition } from '../store.js';
@@ -13,11 +17,12 @@ import { createHookRequest, hookDefinition, hookStatus, listHookGroupsResponse, 
 type HookRequest = Omit<HookDefinition, 'hookGroupId' | 'hookId' | 'bindings'> & { hookGroupId?: string; hookId?: string; bindings?: HookDefinition['bindings'] };
 
 /** The definition a create or update request asks for, checked before anything is written. */
-function requestedDefinition(params: Record<string, string>, body: HookRequest, bindings: HookDefinition['bindings']): HookDefinition {
+function requestedDefinition(prefix: string, params: Record<string, string>, body: HookRequest, bindings: HookDefinition['bindings']): HookDefinition {
   if (body.hookGroupId !== undefined && body.hookGroupId !== params.hookGroupId) throw new TgsError('InputError', 'Hook Group Ids do not match: the body\'s hookGroupId must be the URL\'s (or left out)');
   if (body.hookId !== undefined && body.hookId !== params.hookId) throw new TgsError('InputError', 'Hook Ids do not match: the body\'s hookId must be the URL\'s (or left out)');
   checkTriggerSchema(body.triggerSchema);
   checkSchedulePatterns(body.schedule);
+  checkBindings(prefix, body.bindings ?? bindings);
   return {
     hookGroupId: params.hookGroupId,
     hookId: params.hookId,
@@ -133,10 +138,11 @@ export const createHook = declare<HookRequest>({
   input: createHookRequest,
   output: hookDefinition,
   async handler({ params, body, deps }) {
-    const definition = requestedDefinition(params, body, []);
+    const definition = requestedDefinition(deps.config.exchangePrefix, params, body, []);
+    await checkTemplateBounds(definition.task);
     const created = await writeHook(
       deps,
-      (client) => insertHook(client, { ...definition, triggerToken: slugid.nice() }),
+      (client) => insertHook(client, { ...definition, triggerToken: sealToken(deps.config.hookTokenKey, definition, slugid.nice()) }),
       (inserted) => (inserted ? { ...definition, policy: DEFAULT_POLICY } : undefined),
     );
     if (!created) {
@@ -164,7 +170,8 @@ export const updateHook = declare<HookRequest>({
   async handler({ params, body, deps }) {
     const existing = await getHook(deps.pool, params.hookGroupId, params.hookId);
     if (!existing) throw noSuchHook(params);
-    const definition = requestedDefinition(params, body, existing.bindings);
+    const definition = requestedDefinition(deps.config.exchangePrefix, params, body, existing.bindings);
+    await checkTemplateBounds(definition.task);
     const updated = await writeHook(
       deps,
       (client) => updateHookDefinition(client, definition),
@@ -188,6 +195,7 @@ export const removeHook = declare({
       await lockForHookWrite(client);
       const existing = await getHook(client, params.hookGroupId, params.hookId);
       if (!existing || !(await deleteHook(client, params.hookGroupId, params.hookId))) throw noSuchHook(params);
+      if (existing.bindings.length > 0) await notifyAfterCommit(client, HOOK_BINDINGS_CHANNEL, ['hook']);
       if (existing.schedule.length > 0) await deleteHookSchedule(await temporal(deps), existing);
     });
     return {};

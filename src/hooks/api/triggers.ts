@@ -6,6 +6,7 @@ import { sameSecret } from '../../auth/authenticate.js';
 import { TgsError } from '../../errors.js';
 import { fireHook } from '../fire.js';
 import type { FireContext } from '../render.js';
+import { openToken, sealToken } from '../tokenCipher.js';
 import { checkTriggerPayload } from '../triggerSchema.js';
 import { getHook, setTriggerToken, type FiredBy, type HookRow } from '../store.js';
 import { noSuchHook } from './writeHook.js';
@@ -74,7 +75,7 @@ export const triggerHookWithToken = declare<Record<string, unknown>>({
   output: triggerHookResponse,
   async handler({ params, body, deps }) {
     const found = await mustGet(deps, params);
-    if (!sameSecret(params.token, found.triggerToken)) {
+    if (!sameSecret(params.token, openToken(deps.config.hookTokenKey, found, found.triggerToken))) {
       throw new TgsError('AuthenticationFailed', 'invalid hook token: get the current one with getTriggerToken (resetTriggerToken replaces it)');
     }
     return trigger(deps, found, body, 'triggerHookWithToken');
@@ -91,7 +92,8 @@ export const getTriggerToken = declare({
   scopes: 'hooks:get-trigger-token:<hookGroupId>/<hookId>',
   output: triggerTokenResponse,
   async handler({ params, deps }) {
-    return { token: (await mustGet(deps, params)).triggerToken };
+    const found = await mustGet(deps, params);
+    return { token: openToken(deps.config.hookTokenKey, found, found.triggerToken) };
   },
 });
 
@@ -106,7 +108,8 @@ export const resetTriggerToken = declare({
   output: triggerTokenResponse,
   async handler({ params, deps }) {
     const token = slugid.nice();
-    if (!(await setTriggerToken(deps.pool, params.hookGroupId, params.hookId, token))) throw noSuchHook(params);
+    const stored = sealToken(deps.config.hookTokenKey, { hookGroupId: params.hookGroupId, hookId: params.hookId }, token);
+    if (!(await setTriggerToken(deps.pool, params.hookGroupId, params.hookId, stored))) throw noSuchHook(params);
     return { token };
   },
 });

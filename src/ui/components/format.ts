@@ -9,6 +9,16 @@ export function ago(time: string | number, now = Date.now()): string {
   return `${Math.floor(s / 86400)} d ago`;
 }
 
+/** A time to come, as `in 5 s`; a time already past as `now`. */
+export function fromNow(time: string, now = Date.now()): string {
+  const s = Math.round((Date.parse(time) - now) / 1000);
+  if (s <= 0) return 'now';
+  if (s < 60) return `in ${s} s`;
+  if (s < 3600) return `in ${Math.floor(s / 60)} min`;
+  if (s < 86400) return `in ${Math.floor(s / 3600)} h`;
+  return `in ${Math.floor(s / 86400)} d`;
+}
+
 export function duration(ms: number): string {
   if (!Number.isFinite(ms)) return '';
   if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;

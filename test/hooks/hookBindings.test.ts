@@ -1,0 +1,197 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import slugid from 'slugid';
+import { connectBus, type BusChannel, type BusConnection } from '../../src/exchanges/bus.js';
+import { queueExchangeName, schedulerExchangeName, tgsExchangeName } from '../../src/exchanges/exchanges.js';
+import { startHookListener, type HookListener } from '../../src/hooks/listener.js';
+import { listenerBindings } from '../../src/hooks/listenerBindings.js';
+import { messageTaskId } from '../../src/hooks/fireTaskId.js';
+import { LazyTemporalClient } from '../../src/temporal/connection.js';
+import { startFastWorker } from '../../support/fastWorker.js';
+import { graphOf, fastTask } from '../../support/graphs.js';
+import { eventually, type Stack } from '../../support/stack.js';
+import { ok, stackWithHookRole } from './hookStack.js';
+
+/*
+ * Hooks' bindings on the real stack (RabbitMQ, Postgres, Temporal): the listener's queue is bound to the union of the
+ * hooks' bindings and follows their changes; a message fires each hook whose binding takes it, once per message even
+ * when it comes twice; a hook bound to task-graph-finished fires when a graph finishes; Taskcluster's denylist rule.
+ */
+
+let stack: Stack;
+let listener: HookListener;
+let temporal: LazyTemporalClient;
+let bus: BusConnection;
+let publisher: BusChannel;
+let worker: ReturnType<typeof startFastWorker>;
+const lines: string[] = [];
+
+before(async () => {
+  stack = await stackWithHookRole('bound', 'hooks fired by bindings');
+  temporal = new LazyTemporalClient(stack.config);
+  listener = await startHookListener({ config: stack.config, pool: stack.api.db.pool, temporal, log: (line) => lines.push(line) });
+  bus = await connectBus(stack.config.amqpUrl);
+  publisher = await bus.createChannel();
+  worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'fast' });
+});
+after(async () => {
+  await worker?.stop();
+  await listener?.stop();
+  await publisher?.deleteQueue(listener.queueName).catch(() => undefined);
+  await bus?.close();
+  await temporal?.close();
+  await stack?.stop();
+});
+
+const prefix = () => stack.config.exchangePrefix;
+const hookPath = (hookId: string) => `/api/hooks/v1/hooks/bound/${hookId}`;
+const metadata = { name: 'bound', description: 'fired by messages', owner: 'hooks@example.com' };
+
+interface Fire {
+  taskId: string;
+  firedBy: string;
+  result: string;
+  error: string;
+}
+async function fires(hookId: string): Promise<Fire[]> {
+  const res = await stack.api.request('GET', `${hookPath(hookId)}/last-fires`);
+  if (res.status === 404) return [];
+  return ok(res).lastFires;
+}
+
+/** Waits until the listener's queue is bound exactly as `expected` says for these exchanges (order aside). */
+async function boundTo(exchanges: string[], expected: { exchange: string; routingKeyPattern: string }[]) {
+  const key = (b: { exchange: string; routingKeyPattern: string }) => `${b.exchange} ${b.routingKeyPattern}`;
+  const want = expected.map(key).sort().join('\n');
+  await eventually(async () => {
+    const now = (await listenerBindings(stack.api.db.pool, listener.queueName)).filter((b) => exchanges.includes(b.exchange));
+    return now.map(key).sort().join('\n') === want;
+  }, `the listener bound to ${want || 'nothing'} on ${exchanges.join(', ')}`);
+}
+
+function publish(exchange: string, routingKey: string, body: unknown, messageId?: string) {
+  publisher.publish(exchange, routingKey, Buffer.from(JSON.stringify(body)), { persistent: true, ...(messageId ? { messageId } : {}) });
+}
+
+test('a binding to an exchange Taskcluster denies (task creation) or to none of this deployment is refused with 400', async () => {
+  assert.ok(lines.some((line) => line.includes(`consuming ${listener.queueName}`)), lines.join('\n'));
+  for (const exchange of [queueExchangeName(prefix(), 'task-defined'), queueExchangeName(prefix(), 'task-pending'), tgsExchangeName(prefix(), 'dependent-task-defined'), 'exchange/taskcluster-queue/v1/task-completed']) {
+    const res = await stack.api.request('PUT', hookPath('denied'), { metadata, task: fastTask('x'), bindings: [{ exchange, routingKeyPattern: '#' }] });
+    assert.equal(res.status, 400, exchange);
+    assert.equal(res.body.code, 'InputError');
+    assert.match(res.body.message, /exchanges below have been denied access to hooks/);
+  }
+  const malformed = await stack.api.request('PUT', hookPath('denied'), { metadata, task: fastTask('x'), bindings: [{ exchange: queueExchangeName(prefix(), 'task-completed'), routingKeyPattern: 'a.b#.c' }] });
+  assert.equal(malformed.status, 400);
+  // an update that keeps a hook's bindings is checked too
+  ok(await stack.api.request('PUT', hookPath('denied'), { metadata, task: fastTask('x') }));
+  const update = await stack.api.request('POST', hookPath('denied'), { metadata, task: fastTask('x'), bindings: [{ exchange: queueExchangeName(prefix(), 'task-defined'), routingKeyPattern: '#' }] });
+  assert.equal(update.status, 400);
+  assert.deepEqual(ok(await stack.api.request('GET', hookPath('denied'))).bindings, []);
+  ok(await stack.api.request('DELETE', hookPath('denied')));
+});
+
+test('a message fires each hook whose binding takes it once, with the message as payload; a duplicate fires nothing more', async () => {
+  const exchange = tgsExchangeName(prefix(), 'task-stalled');
+  const task = { ...fastTask('fired'), created: '${now}', deadline: { $fromNow: '1 hour' }, payload: { outcomes: ['completed'], got: '${payload.what}', by: '${firedBy}' } };
+  const triggerSchema = { type: 'object' };
+  ok(await stack.api.request('PUT', hookPath('apples'), { metadata, task, triggerSchema, bindings: [{ exchange, routingKeyPattern: 'apples.#' }] }));
+  ok(await stack.api.request('PUT', hookPath('fruit'), { metadata, task, triggerSchema, bindings: [{ exchange, routingKeyPattern: '*.red' }, { exchange, routingKeyPattern: 'pears.*' }] }));
+  // a triggerSchema the message does not match: not fired (Taskcluster discards the message for that hook)
+  ok(await stack.api.request('PUT', hookPath('strict'), { metadata, task, bindings: [{ exchange, routingKeyPattern: '#' }] }));
+  await boundTo([exchange], [
+    { exchange, routingKeyPattern: 'apples.#' },
+    { exchange, routingKeyPattern: '*.red' },
+    { exchange, routingKeyPattern: 'pears.*' },
+    { exchange, routingKeyPattern: '#' },
+  ]);
+
+  const messageId = slugid.nice();
+  publish(exchange, 'apples.red', { what: 'apple' }, messageId);
+  // the same message again (a redelivery as the relay makes it after a lost confirm: same messageId)
+  publish(exchange, 'apples.red', { what: 'apple' }, messageId);
+  publish(exchange, 'pears.green', { what: 'pear' }); // no messageId: keyed by its content
+  publish(exchange, 'pears.green', { what: 'pear' });
+  publish(exchange, 'plums.blue', { what: 'plum' }); // no binding of apples or fruit takes it
+  await eventually(async () => listener.stats.messages >= 5 || undefined, 'the five messages handled');
+
+  const apples = await fires('apples');
+  const fruit = await fires('fruit');
+  assert.equal(apples.length, 1, JSON.stringify(apples));
+  assert.equal(fruit.length, 2, JSON.stringify(fruit));
+  assert.deepEqual(await fires('strict'), []);
+  assert.ok([...apples, ...fruit].every((f) => f.firedBy === 'pulseMessage' && f.result === 'success'));
+  assert.equal(apples[0].taskId, messageTaskId('bound', 'apples', `id:${messageId}`));
+  const created = ok(await stack.api.request('GET', `/api/queue/v1/task/${apples[0].taskId}`));
+  assert.deepEqual(created.payload, { outcomes: ['completed'], got: 'apple', by: 'pulseMessage' });
+  const gotByFruit = await Promise.all(fruit.map(async (f) => ok(await stack.api.request('GET', `/api/queue/v1/task/${f.taskId}`)).payload.got));
+  assert.deepEqual(gotByFruit.sort(), ['apple', 'pear']);
+  assert.equal(listener.stats.created, 3);
+  // the apple's copy for apples and fruit, the pear's for fruit
+  assert.equal(listener.stats.alreadyFired, 3);
+
+  for (const hookId of ['apples', 'fruit', 'strict']) ok(await stack.api.request('DELETE', hookPath(hookId)));
+  await boundTo([exchange], []);
+});
+
+test('a message whose fire was recorded before its ack (a listener that died between the two) fires nothing when delivered again', async () => {
+  const exchange = schedulerExchangeName(prefix(), 'task-graph-canceled');
+  const task = { ...fastTask('redelivered'), created: '${now}', deadline: { $fromNow: '1 hour' } };
+  ok(await stack.api.request('PUT', hookPath('redelivered'), { metadata, task, triggerSchema: { type: 'object' }, bindings: [{ exchange, routingKeyPattern: '#' }] }));
+  await boundTo([exchange], [{ exchange, routingKeyPattern: '#' }]);
+  const { fireHooksForMessage } = await import('../../src/hooks/messageFire.js');
+  const messageId = slugid.nice();
+  const first = await fireHooksForMessage({ pool: stack.api.db.pool, config: stack.config, temporal }, { exchange, routingKey: 'x', cc: [], messageId, content: Buffer.from('{}') });
+  assert.equal(first.created, 1);
+  const before = listener.stats.messages;
+  publish(exchange, 'x', {}, messageId);
+  await eventually(async () => listener.stats.messages > before || undefined, 'the redelivered message handled');
+  assert.equal((await fires('redelivered')).length, 1);
+  ok(await stack.api.request('DELETE', hookPath('redelivered')));
+});
+
+test('a hook bound to task-graph-finished fires when the graph finishes; updated to other bindings and removed, it is unbound', async () => {
+  const finished = schedulerExchangeName(prefix(), 'task-graph-finished');
+  const routing = `n${slugid.nice().slice(0, 8).replace(/[^a-zA-Z0-9]/g, 'x')}`;
+  ok(await stack.api.request('PUT', hookPath('next'), {
+    metadata,
+    triggerSchema: { type: 'object' },
+    // the graph's routing is the last word of its messages' routing keys: only this test's graphs fire it
+    bindings: [{ exchange: finished, routingKeyPattern: `#.${routing}` }],
+    task: { ...fastTask('after the graph'), created: '${now}', deadline: { $fromNow: '1 hour' }, payload: { outcomes: ['completed'], after: '${payload.status.taskGraphId}' } },
+  }));
+  await boundTo([finished], [{ exchange: finished, routingKeyPattern: `#.${routing}` }]);
+
+  const taskGraphId = slugid.nice();
+  ok(await stack.api.request('PUT', `/api/scheduler/v1/task-graph/${taskGraphId}`, graphOf({ a: {}, b: { requires: ['a'] } }, routing)));
+  const [fire] = await eventually(async () => {
+    const f = await fires('next');
+    return f.length > 0 && f;
+  }, 'the hook fired by task-graph-finished', 60_000);
+  assert.equal(fire.firedBy, 'pulseMessage');
+  assert.equal(fire.result, 'success', fire.error);
+  assert.equal(ok(await stack.api.request('GET', `/api/queue/v1/task/${fire.taskId}`)).payload.after, taskGraphId);
+
+  // updated: the old binding goes, the new one comes; a graph finishing now fires nothing
+  const canceled = schedulerExchangeName(prefix(), 'task-graph-canceled');
+  ok(await stack.api.request('POST', hookPath('next'), {
+    metadata,
+    triggerSchema: { type: 'object' },
+    bindings: [{ exchange: canceled, routingKeyPattern: `#.${routing}` }],
+    task: fastTask('after the graph'),
+  }));
+  await boundTo([finished, canceled], [{ exchange: canceled, routingKeyPattern: `#.${routing}` }]);
+  const second = slugid.nice();
+  const handled = listener.stats.messages;
+  ok(await stack.api.request('PUT', `/api/scheduler/v1/task-graph/${second}`, graphOf({ c: {} }, routing)));
+  await eventually(async () => (await stack.api.request('GET', `/api/scheduler/v1/task-graph/${second}/status`)).body.status?.state === 'finished', 'the second graph finished', 60_000);
+  // its finished message, had it been routed to the listener, would have been handled before this marker, which
+  // fires the hook through its new binding
+  publish(canceled, `_._._._._._.-.marker.${routing}`, { marker: true });
+  await eventually(async () => listener.stats.messages > handled || undefined, 'the marker handled');
+  assert.equal(listener.stats.messages, handled + 1, 'only the marker reached the listener');
+  assert.equal((await fires('next')).length, 2);
+
+  ok(await stack.api.request('DELETE', hookPath('next')));
+  await boundTo([finished, canceled], []);
+});
