@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import pino from 'pino';
+import amqp from 'amqplib';
 import { installTemporalRuntime } from '../../src/observability/temporalRuntime.js';
 import { startMetricsServer, type MetricsServer } from '../../src/observability/metricsServer.js';
 import { observeBridge, observeRelay } from '../../src/observability/metrics.js';
@@ -110,22 +111,28 @@ test('one scrape while a graph runs: HTTP, pending, claim, hop, relay, bridge, g
 });
 
 test('outbox backlog and the age of its oldest message grow while the relay cannot publish', async () => {
-  // A message for an exchange that does not exist: RabbitMQ refuses the batch, so it and everything after it wait.
-  const pool = stack.api.db.pool;
-  await pool.query(`INSERT INTO outbox (message_id, exchange, routing_key, payload) VALUES ('stuck', $1, 'x', '{}')`, [`${stack.config.exchangePrefix}no-such-exchange`]);
+  // A queue that refuses every message (a nack: RabbitMQ's reject-publish at length 0) bound to task-defined: the
+  // relay's batch is refused, so it and everything after it wait (a refusal is transient, never set aside).
+  const conn = await amqp.connect(stack.config.amqpUrl);
+  const refusing = `metrics-refusing-${slugid.nice()}`;
   try {
+    const ch = await conn.createChannel();
+    await ch.assertQueue(refusing, { arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' } });
+    await ch.bindQueue(refusing, `${stack.config.exchangePrefix}queue/v1/task-defined`, '#');
     const taskId = slugid.nice();
     const created = await stack.api.request('PUT', `/api/queue/v1/task/${taskId}`, { ...fastTask('unpublished'), workerType: 'nobody-home' });
     assert.equal(created.status, 200);
     const published = (await scrape()).value('tgs_relay_published_messages_total');
     await new Promise((r) => setTimeout(r, 1500));
     const s = await scrape();
-    // the stuck message, then task-defined and task-pending of the new task
-    assert.ok(s.value('tgs_outbox_messages') >= 3, `outbox ${s.value('tgs_outbox_messages')}`);
+    // task-defined and task-pending of the new task
+    assert.ok(s.value('tgs_outbox_messages') >= 2, `outbox ${s.value('tgs_outbox_messages')}`);
     assert.ok(s.value('tgs_outbox_oldest_age_seconds') >= 1, `oldest ${s.value('tgs_outbox_oldest_age_seconds')}`);
     assert.equal(s.value('tgs_relay_published_messages_total'), published);
+    assert.equal(s.value('tgs_outbox_dead_letters'), 0, 'a refusal is never set aside');
+    await ch.deleteQueue(refusing);
   } finally {
-    await pool.query(`DELETE FROM outbox WHERE message_id = 'stuck'`);
+    await conn.close().catch(() => undefined);
   }
   // unblocked: the backlog drains
   await eventually(async () => (await scrape()).value('tgs_outbox_messages') === 0, 'the outbox drained');

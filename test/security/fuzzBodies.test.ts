@@ -53,6 +53,9 @@ before(async () => {
     hookGroupId: 'fuzz',
     hookId: 'bodies%2Fhook',
     token: token.token,
+    cacheTier: 'default',
+    cacheName: 'fuzz',
+    cacheKey: 'f'.repeat(64),
   });
 });
 after(async () => {
