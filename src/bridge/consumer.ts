@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import type { BusChannel, BusConnection, BusMessage } from '../exchanges/bus.js';
-import { BusReconnect } from '../exchanges/busReconnect.js';
+import { BusReconnect, consumerChannel, whenLost } from '../exchanges/busReconnect.js';
 import { BridgeQueueMismatchError, deadLetterDepth, declareBridgeQueue } from './bridgeQueue.js';
 import { bridgeBindings } from './messages.js';
 
@@ -71,16 +71,11 @@ export async function startBridgeConsumer(options: BridgeConsumerOptions): Promi
     const connected = await bus.connect(
       async (conn) => {
         // 'close' follows every 'error'; what it means is logged there
-        conn.on('error', () => undefined);
-        const ch = await conn.createChannel();
-        ch.on('error', () => undefined);
-        await ch.prefetch(options.prefetch);
+        const ch = await consumerChannel(conn, options.prefetch);
         await declareBridgeQueue(ch, config, queueName);
         connection = conn;
         channel = ch;
-        conn.on('close', (closeErr?: Error) => lost(conn, closeErr));
-        // a lost connection closes its channel first: a turn later, the connection's own reason is the one logged
-        ch.on('close', () => setImmediate(() => lost(conn, new Error('channel closed'))));
+        whenLost(conn, ch, lost);
         try {
           await ch.consume(queueName, (msg) => {
             if (msg && channel === ch) options.onMessage(msg, ch);

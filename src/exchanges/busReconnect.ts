@@ -1,5 +1,5 @@
 import { OutageLog } from '../outageLog.js';
-import { connectBus, type BusConnection } from './bus.js';
+import { connectBus, type BusChannel, type BusConnection } from './bus.js';
 
 export interface BusReconnectOptions {
   /** AMQP_URL: one node or several (src/exchanges/bus.ts busNodes) */
@@ -101,4 +101,25 @@ export class BusReconnect {
     else if (left) this.options.log(`${this.options.what}: connection to ${left.node ?? 'RabbitMQ'} lost (${left.reason}); ${moved || `connected to ${node ?? 'it'} again`}`);
     this.node = node;
   }
+}
+
+/**
+ * A consumer's channel on a connection just made: errors of the connection and the channel are left to their 'close'
+ * events (a 'close' follows every 'error'), and at most `prefetch` messages are unacked at once.
+ */
+export async function consumerChannel(conn: BusConnection, prefetch: number): Promise<BusChannel> {
+  conn.on('error', () => undefined);
+  const ch = await conn.createChannel();
+  ch.on('error', () => undefined);
+  await ch.prefetch(prefetch);
+  return ch;
+}
+
+/**
+ * Calls `lost` when the connection or its channel closes. A lost connection closes its channel first: a turn later,
+ * the connection's own reason is the one passed.
+ */
+export function whenLost(conn: BusConnection, ch: BusChannel, lost: (conn: BusConnection, reason?: Error) => void): void {
+  conn.on('close', (closeErr?: Error) => lost(conn, closeErr));
+  ch.on('close', () => setImmediate(() => lost(conn, new Error('channel closed'))));
 }

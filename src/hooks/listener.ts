@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { Config } from '../config.js';
 import { connectSession, type DbSession } from '../db/pool.js';
 import type { BusChannel, BusConnection, BusMessage } from '../exchanges/bus.js';
-import { BusReconnect } from '../exchanges/busReconnect.js';
+import { BusReconnect, consumerChannel, whenLost } from '../exchanges/busReconnect.js';
 import { OutageLog } from '../outageLog.js';
 import type { LazyTemporalClient } from '../temporal/connection.js';
 import { HOOK_BINDINGS_CHANNEL, hookListenerQueueName, reconcileListenerBindings, type BindingChanges } from './listenerBindings.js';
@@ -140,16 +140,12 @@ export async function startHookListener(options: {
   const connect = async (): Promise<void> => {
     await bus.connect(
       async (conn) => {
-        conn.on('error', () => undefined);
-        const ch = await conn.createChannel();
-        ch.on('error', () => undefined);
-        await ch.prefetch(PREFETCH);
+        const ch = await consumerChannel(conn, PREFETCH);
         await ch.assertQueue(queueName, { durable: true });
         await reconcileOn(ch, true);
         connection = conn;
         channel = ch;
-        conn.on('close', (closeErr?: Error) => lost(conn, closeErr));
-        ch.on('close', () => setImmediate(() => lost(conn, new Error('channel closed'))));
+        whenLost(conn, ch, lost);
         try {
           await ch.consume(queueName, (msg) => {
             if (msg) work = work.then(() => handle(msg, ch));
