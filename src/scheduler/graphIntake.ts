@@ -298,6 +298,9 @@ export class GraphIntake {
       for (const { taskId, idx } of this.options.existing.values()) if (existingRequired.has(idx)) existingTaskIds.set(idx, taskId);
     }
     const existingKeys = await cacheKeysOf(client, [...existingTaskIds.values()]);
+    // a graph without cached nodes, and an extend requiring none, walk no edges (the 100k graph has 396,000)
+    if (this.held.length === 0 && existingKeys.size === 0) return;
+    const heldIdx = new Set(this.held.map((h) => h.node.idx));
     // the latest deadline of each cached node's dependents (new nodes only: existing ones cannot require new ones)
     const neededUntil = new Map<number, number>();
     const existingNeeded = new Map<string, number>();
@@ -305,8 +308,9 @@ export class GraphIntake {
       const from = this.requiresFrom.at(i);
       const to = this.requiresTo.at(i);
       const deadline = this.deadlines[from - start];
-      if (to >= start) neededUntil.set(to, Math.max(neededUntil.get(to) ?? 0, deadline));
-      else {
+      if (to >= start) {
+        if (heldIdx.has(to)) neededUntil.set(to, Math.max(neededUntil.get(to) ?? 0, deadline));
+      } else {
         const taskId = existingTaskIds.get(to);
         if (taskId !== undefined && existingKeys.has(taskId)) existingNeeded.set(taskId, Math.max(existingNeeded.get(taskId) ?? 0, deadline));
       }
