@@ -7,7 +7,7 @@ import { scheduledTaskId } from '../../src/hooks/fireTaskId.js';
 import { hookScheduleSweep } from '../../src/hooks/reconcileSweep.js';
 import { LazyTemporalClient } from '../../src/temporal/connection.js';
 import { eventually, type Stack } from '../../support/stack.js';
-import { ok, stackWithHookRole } from './hookStack.js';
+import { lastFires, ok, stackWithHookRole } from './hookStack.js';
 import { fastTask } from '../../support/graphs.js';
 
 /*
@@ -29,17 +29,7 @@ after(async () => {
 });
 
 
-interface Fire {
-  taskId: string;
-  firedBy: string;
-  taskCreateTime: string;
-  result: string;
-}
-async function fires(): Promise<Fire[]> {
-  const res = await stack.api.request('GET', `${base}/last-fires`);
-  if (res.status === 404) return [];
-  return ok(res).lastFires;
-}
+const fires = () => lastFires(stack, base);
 
 test('a hook every 2 s fires at each schedule time, through a scheduler-worker restart, once each', async () => {
   ok(await stack.api.request('PUT', base, {

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { DurableTemporal } from '../../bench/chaos/temporal.js';
 import { scheduleIdFor } from '../../src/hooks/schedules.js';
 import { scheduledTaskId } from '../../src/hooks/fireTaskId.js';
-import { eventually, startStack, type Stack } from '../../support/stack.js';
+import { eventually, type Stack } from '../../support/stack.js';
+import { lastFires, ok, stackWithHookRole } from '../hooks/hookStack.js';
 import { fastTask } from '../../support/graphs.js';
 
 /*
@@ -23,19 +24,10 @@ let dir: string;
 let temporal: DurableTemporal;
 let stack: Stack;
 
-function ok(res: { status: number; body: any }) {
-  assert.ok(res.status < 400, `${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
-
 before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'tgs-hook-restart-'));
   temporal = await DurableTemporal.start(dir);
-  stack = await startStack({ temporalAddress: temporal.address });
-  ok(await stack.api.request('PUT', `/api/auth/v1/roles/${encodeURIComponent('hook-id:restart/*')}`, {
-    description: 'scheduled hooks through a Temporal restart',
-    scopes: ['queue:create-task:lowest:tgs-test/fast', 'queue:scheduler-id:-'],
-  }));
+  stack = await stackWithHookRole(hook.hookGroupId, 'scheduled hooks through a Temporal restart', { temporalAddress: temporal.address });
 });
 after(async () => {
   await stack?.stop();
@@ -43,17 +35,7 @@ after(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-interface Fire {
-  taskId: string;
-  firedBy: string;
-  taskCreateTime: string;
-  result: string;
-}
-async function fires(): Promise<Fire[]> {
-  const res = await stack.api.request('GET', `${base}/last-fires?limit=1000`);
-  if (res.status === 404) return [];
-  return ok(res).lastFires;
-}
+const fires = () => lastFires(stack, base);
 
 test('a hook every 2 s loses and doubles no fire through a Temporal server kill and restart', { timeout: 240_000 }, async () => {
   ok(await stack.api.request('PUT', base, {
