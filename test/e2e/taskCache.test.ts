@@ -1,11 +1,12 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import amqp from 'amqplib';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { startStack, eventually, type Stack } from '../../support/stack.js';
-import { startFastWorker, type ClaimedTask } from '../../support/fastWorker.js';
+import { eventually } from '../../support/stack.js';
+import type { ClaimedTask } from '../../support/fastWorker.js';
+import { useStack } from '../helpers/stackFixture.js';
 import { fastTask } from '../../support/graphs.js';
 import type { CacheExplanation } from '../../src/taskCache/explain.js';
 
@@ -14,8 +15,6 @@ import type { CacheExplanation } from '../../src/taskCache/explain.js';
  * records every claim; `toolchain` uploads a public and a private artifact whose bytes name the task that made them,
  * `build` downloads the public one through the taskId its payload names (its dependency in its own graph).
  */
-let stack: Stack;
-let worker: ReturnType<typeof startFastWorker>;
 const claimed: string[] = [];
 /** build's taskId → the bytes it downloaded from its toolchain */
 const downloads = new Map<string, string>();
@@ -30,11 +29,9 @@ async function upload(taskId: string, runId: number, name: string, bytes: string
   assert.ok(put.ok, `upload ${put.status}`);
 }
 
-before(async () => {
-  stack = await startStack({ configOverrides: { cacheTiers: ['high', 'low'] } });
-  worker = startFastWorker({
-    rootUrl: stack.api.rootUrl,
-    credentials: stack.api.root,
+const stack = useStack({
+  configOverrides: { cacheTiers: ['high', 'low'] },
+  worker: {
     provisionerId: 'tgs-test',
     workerType: 'cache',
     concurrency: 4,
@@ -51,12 +48,10 @@ before(async () => {
       }
       return ((payload.outcomes as string[] | undefined)?.[t.runId] ?? 'completed') as 'completed' | 'failed';
     },
-  });
+  },
 });
-after(async () => {
+stack.onStop(async () => {
   await Promise.all([...openConnections].map((c) => c.close().catch(() => undefined)));
-  await worker?.stop();
-  await stack?.stop();
 });
 
 const cacheTask = (name: string, payload: Record<string, unknown>) => ({ ...fastTask(name, ['completed'], payload), workerType: 'cache' });

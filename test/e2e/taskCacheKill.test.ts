@@ -1,11 +1,12 @@
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import slugid from 'slugid';
 import pg from 'pg';
 import amqp from 'amqplib';
-import { startStack, eventually, stackEnv, type Stack } from '../../support/stack.js';
-import { startFastWorker, type ClaimedTask } from '../../support/fastWorker.js';
+import { eventually, stackEnv } from '../../support/stack.js';
+import type { ClaimedTask } from '../../support/fastWorker.js';
+import { useStack } from '../helpers/stackFixture.js';
 import { fastTask } from '../../support/graphs.js';
 
 /*
@@ -14,7 +15,6 @@ import { fastTask } from '../../support/graphs.js';
  * looked up and resolved the task from the cache. The worker dies there; its transaction never commits. A new
  * worker retries the workflow task: exactly one run, and one task-completed message written for it.
  */
-let stack: Stack;
 let schedulerWorker: ChildProcess | undefined;
 let release: () => void = () => undefined;
 const claimed: string[] = [];
@@ -28,14 +28,10 @@ function spawnSchedulerWorker(): ChildProcess {
 }
 const exited = (child: ChildProcess) => new Promise((resolve) => (child.exitCode !== null || child.signalCode ? resolve(null) : child.once('exit', resolve)));
 
-let worker: ReturnType<typeof startFastWorker>;
-before(async () => {
-  stack = await startStack({ inProcessWorker: false });
-  schedulerWorker = spawnSchedulerWorker();
-  const held = new Promise<void>((r) => (release = r));
-  worker = startFastWorker({
-    rootUrl: stack.api.rootUrl,
-    credentials: stack.api.root,
+const held = new Promise<void>((r) => (release = r));
+const stack = useStack({
+  inProcessWorker: false,
+  worker: {
     provisionerId: 'tgs-test',
     workerType: 'cache-kill',
     concurrency: 2,
@@ -48,13 +44,14 @@ before(async () => {
       }
       return 'completed' as const;
     },
-  });
+  },
 });
-after(async () => {
+stack.onStart(async () => {
+  schedulerWorker = spawnSchedulerWorker();
+});
+stack.onStop(async () => {
   release();
-  await worker?.stop();
   schedulerWorker?.kill('SIGKILL');
-  await stack?.stop();
 });
 
 /** seed (refresh: always runs, so the test can hold it; its key stays the same) → toolchain (use) */
