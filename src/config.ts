@@ -29,6 +29,12 @@ export interface Config {
   claimTimeoutSeconds: number;
   /** How long claimWork long-polls before answering with no tasks (Taskcluster: 20 s). */
   claimWorkWaitMs: number;
+  /**
+   * How long a worker stream lives before the API drains it and the worker opens a new one (TGS_WORKER_STREAM_MAX_AGE_S,
+   * default 60 s): its credentials and scopes are checked when it opens, so a disabled client or a removed scope
+   * ends its streams within this, as it ends a claimWork long-poll's within 20 s.
+   */
+  workerStreamMaxAgeMs: number;
   /** How often the background sweeps (claim expiry, deadlines, expiry) run. */
   sweepIntervalMs: number;
   /** Largest artifact upload accepted (bytes are kept in Postgres). */
@@ -173,6 +179,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     exchangePrefix: env.TGS_EXCHANGE_PREFIX ?? '',
     claimTimeoutSeconds: intFromEnv(env, 'TGS_CLAIM_TIMEOUT', 20 * 60),
     claimWorkWaitMs: intFromEnv(env, 'TGS_CLAIM_WORK_WAIT_MS', 20_000),
+    workerStreamMaxAgeMs: Math.max(1, intFromEnv(env, 'TGS_WORKER_STREAM_MAX_AGE_S', 60)) * 1000,
     sweepIntervalMs: intFromEnv(env, 'TGS_SWEEP_INTERVAL_MS', 5000),
     maxArtifactBytes: intFromEnv(env, 'TGS_MAX_ARTIFACT_BYTES', 64 * 1024 * 1024),
     bridgeSchedulerIds: schedulerIdsFromEnv(env, 'TGS_BRIDGE_SCHEDULER_IDS'),

@@ -23,6 +23,7 @@ import { startSweeps } from '../queue/sweeps.js';
 import { startMissingWorkflows } from '../scheduler/missingWorkflows.js';
 import { GroupAnnouncer } from '../queue/groupAnnouncer.js';
 import { WorkerRecorder } from '../queue/workers.js';
+import { WorkerStreams } from '../queue/workerStream/streams.js';
 import { expandingClientStore, RoleCache } from '../auth/roleStore.js';
 import { createApiServer, type ApiServerOptions } from './server.js';
 import { registerUi } from './ui.js';
@@ -65,7 +66,8 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
   const workers = new WorkerRecorder(pool);
   workers.start();
   const clients = expandingClientStore(createClientStore(pool, config.rootAccessToken, issuer), roles);
-  const deps: ApiDeps = { config, pool, clients, issuer, temporal, claimWaiter, groupAnnouncer, roles, workers };
+  const workerStreams = new WorkerStreams(logLine);
+  const deps: ApiDeps = { config, pool, clients, issuer, temporal, claimWaiter, groupAnnouncer, roles, workers, workerStreams };
   const sweeps = startSweeps(pool, config, logLine, [
     ['missing workflows', () => startMissingWorkflows(pool, config, temporal)],
     ['index expiry', () => expireIndex(pool)],
@@ -84,10 +86,11 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
       return app.listen({ port: config.port, host: config.host });
     },
     async close() {
-      // Stopping the waiter answers every long-polling claimWork at once (with what it claimed, if anything);
-      // the stopper lets every request in flight finish and closes each connection without cutting one.
+      // Stopping the waiter answers every long-polling claimWork at once (with what it claimed, if anything), and
+      // every worker stream drains (its resolves answered, its worker told to go elsewhere); the stopper lets every
+      // request in flight finish and closes each connection without cutting one.
       unobserve();
-      await stopper.stop(() => claimWaiter.stop());
+      await stopper.stop(() => Promise.all([claimWaiter.stop(), workerStreams.stop()]).then(() => undefined));
       await app.close();
       await sweeps.stop();
       await groupAnnouncer.stop();

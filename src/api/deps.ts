@@ -7,6 +7,7 @@ import type { ClaimWaiter } from '../queue/claimWaiter.js';
 import type { GroupAnnouncer } from '../queue/groupAnnouncer.js';
 import type { RoleCache } from '../auth/roleStore.js';
 import type { WorkerRecorder } from '../queue/workers.js';
+import type { WorkerStreams } from '../queue/workerStream/streams.js';
 
 /**
  * What endpoint handlers may use. Built once per API process (src/api/server.ts) and passed
@@ -28,4 +29,6 @@ export interface ApiDeps {
   roles: RoleCache;
   /** Records the task queues and workers claimWork sees, in batches. */
   workers: WorkerRecorder;
+  /** The worker streams open on this process (src/queue/workerStream/). */
+  workerStreams: WorkerStreams;
 }

@@ -33,7 +33,22 @@ export interface EndpointContext<Body = any> {
   deps: ApiDeps;
   request: FastifyRequest;
   reply: FastifyReply;
+  /**
+   * For a request that asks to become a WebSocket (`Upgrade: websocket`) and reached this handler (its
+   * parameters, credentials and declared scopes checked): the socket and the bytes read past the request's
+   * head. A handler that takes it over returns UPGRADED. Undefined for every other request.
+   */
+  upgrade?: UpgradeRequest;
 }
+
+/** A request's socket, handed over for a WebSocket (src/api/upgrade.ts). */
+export interface UpgradeRequest {
+  socket: import('node:stream').Duplex;
+  head: Buffer;
+}
+
+/** What a handler returns once it took a request's socket over (ctx.upgrade): nothing more is sent. */
+export const UPGRADED = Symbol('upgraded');
 
 /** A handler may return a body (sent as JSON with 200) or a RawReply for redirects and bytes. */
 export class RawReply {

@@ -15,7 +15,8 @@ import {
   type ScopeExpression,
 } from '../auth/scopes.js';
 import type { ApiDeps } from './deps.js';
-import { RawReply, type Endpoint, type EndpointContext } from './endpoint.js';
+import { RawReply, UPGRADED, type Endpoint, type EndpointContext } from './endpoint.js';
+import { routeUpgrades, upgradeOf } from './upgrade.js';
 import { compile, describeErrors, unstorableString, validateInput } from './validate.js';
 import { openApiDocument } from './openapi.js';
 import { DEFAULT_BODY_LIMIT, NO_INPUT_BODY_LIMIT, SERVER_BODY_LIMIT } from './bodyLimits.js';
@@ -265,6 +266,7 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
           deps,
           request,
           reply,
+          upgrade: upgradeOf(request.raw),
           satisfies: (expr) => expressionSatisfied(auth.scopes, expr),
           authorizeExpression: (expr) => {
             checkScopes(auth, expr);
@@ -278,6 +280,7 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
         };
         const result = await endpoint.handler(ctx);
         if (!authorized) throw new Error(`${endpoint.name} returned without checking its scopes`);
+        if (result === UPGRADED) return reply;
         if (result instanceof RawReply) {
           let answer = result.body;
           // An answer already in its JSON text is held to the endpoint's schema all the same (one written as a
@@ -330,6 +333,8 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
     raw.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
     for (const { endpoint, route } of routes) if (endpoint.rawBody || endpoint.streamJson) raw.route(route);
   });
+
+  routeUpgrades(app);
 
   const services = [...new Set(endpoints.map((e) => e.service))];
   for (const service of services) {

@@ -27,6 +27,12 @@ export interface AuthContext {
   /** undefined for an unauthenticated request, which has no scopes. */
   clientId: string | undefined;
   scopes: string[];
+  /**
+   * When the credentials stop authenticating (ms since the epoch): the client's expiry, or a certificate's and
+   * its issuer's; undefined when they do not expire. A connection that outlives its request (the worker
+   * stream) ends by then.
+   */
+  validUntil?: number;
 }
 
 export interface RequestForAuth {
@@ -112,6 +118,8 @@ function parseCertificate(raw: Certificate | string): Certificate {
 interface Resolved {
   key: string;
   scopes: string[];
+  /** AuthContext.validUntil */
+  validUntil?: number;
   /** For a certificate: what it was verified against, to be cached once the request's MAC checks out. */
   verified?: Omit<VerifiedCertificate, 'ext'>;
 }
@@ -137,7 +145,7 @@ async function resolveCredentials(store: ClientStore, id: string, ext: ExtConten
   if (id === ISSUER_CLIENT_ID) throw authFailed(`${ISSUER_CLIENT_ID} only issues credentials: it cannot authenticate requests itself`);
   if (!ext.certificate) {
     const client = usable(await store.get(id), `clientId ${id}`, now);
-    return { key: client.accessToken, scopes: client.scopes };
+    return { key: client.accessToken, scopes: client.scopes, validUntil: client.expires?.getTime() };
   }
   const cert = parseCertificate(ext.certificate);
   if (cert.issuer !== undefined && cert.issuer === id) throw authFailed('a certificate issuer must differ from its clientId');
@@ -157,6 +165,7 @@ async function resolveCredentials(store: ClientStore, id: string, ext: ExtConten
   return {
     key,
     scopes: cert.scopes,
+    validUntil: earliest(cert.expiry, issuer.expires),
     verified: { issuerId, start: cert.start, expiry: cert.expiry, key, scopes: cert.scopes, issuerAccessToken: issuer.accessToken, issuerScopes: issuer.scopes },
   };
 }
@@ -174,8 +183,11 @@ async function resolveVerified(store: ClientStore, entry: VerifiedCertificate): 
   // Both tokens are the server's own (neither comes from the request), so a plain comparison leaks nothing.
   if (issuer.accessToken !== entry.issuerAccessToken || !sameList(issuer.scopes, entry.issuerScopes)) return undefined;
   checkValidityPeriod(entry.start, entry.expiry, now);
-  return { key: entry.key, scopes: entry.scopes };
+  return { key: entry.key, scopes: entry.scopes, validUntil: earliest(entry.expiry, issuer.expires) };
 }
+
+/** A certificate's expiry, or its issuer's when that comes first. */
+const earliest = (expiry: number, issuerExpires: Date | undefined) => Math.min(expiry, issuerExpires?.getTime() ?? Infinity);
 
 function applyAuthorizedScopes(scopes: string[], ext: ExtContent): string[] {
   if (ext.authorizedScopes === undefined) return scopes;
@@ -323,7 +335,8 @@ export function createAuthenticator(store: ClientStore, options: AuthenticatorOp
     const scopes = ext.authorizedScopes === undefined ? expanded : await expand(applyAuthorizedScopes(expanded, ext));
     // Only a certificate whose request also passed Hawk's MAC check is kept: a holder of its access token.
     if (resolved.verified && rawExt) certificates.set(id, rawExt, { ext, ...resolved.verified });
-    return { auth: { clientId: id, scopes }, verifyPayload, payloadHasher };
+    const auth: AuthContext = resolved.validUntil === undefined ? { clientId: id, scopes } : { clientId: id, scopes, validUntil: resolved.validUntil };
+    return { auth, verifyPayload, payloadHasher };
   };
 }
 

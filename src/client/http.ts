@@ -52,6 +52,15 @@ function send(url: URL, method: string, headers: Record<string, string>, body: s
   });
 }
 
+/** The Hawk `Authorization` header of a request (no payload hash), with temporary credentials' certificate in `ext`. */
+export function hawkHeader(url: string, method: string, credentials: TgsCredentials): string {
+  const ext = credentials.certificate ? Buffer.from(JSON.stringify({ certificate: JSON.parse(credentials.certificate) })).toString('base64') : undefined;
+  return hawk.client.header(url, method, {
+    credentials: { id: credentials.clientId, key: credentials.accessToken, algorithm: 'sha256' },
+    ...(ext ? { ext } : {}),
+  }).header;
+}
+
 /** Signed JSON requests against `<rootUrl>/api/<service>/v1`. */
 export class ApiClient {
   constructor(
@@ -66,15 +75,7 @@ export class ApiClient {
     const headers: Record<string, string> = { accept: 'application/json' };
     const payload = body === undefined ? undefined : JSON.stringify(body);
     if (payload !== undefined) headers['content-type'] = 'application/json';
-    if (credentials) {
-      const ext = credentials.certificate
-        ? Buffer.from(JSON.stringify({ certificate: JSON.parse(credentials.certificate) })).toString('base64')
-        : undefined;
-      headers.authorization = hawk.client.header(url, method, {
-        credentials: { id: credentials.clientId, key: credentials.accessToken, algorithm: 'sha256' },
-        ...(ext ? { ext } : {}),
-      }).header;
-    }
+    if (credentials) headers.authorization = hawkHeader(url, method, credentials);
     if (payload !== undefined) headers['content-length'] = String(Buffer.byteLength(payload));
     let res: RawResponse;
     try {

@@ -206,6 +206,12 @@ new client.Gauge({
   },
 });
 
+export const workerStreamsOpen = new client.Gauge({
+  name: 'tgs_worker_streams',
+  help: 'Worker streams open on this API process (docs/api.md § The worker stream)',
+  registers: [registry],
+});
+
 /**
  * Counters a component keeps in a plain stats object (the relay's and the bridge's): read at scrape
  * time, so the component itself needs no metrics code. Sums over every registered object.

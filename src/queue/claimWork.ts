@@ -9,6 +9,7 @@ import type { TaskDefinition } from './definition.js';
 import { renderedMessagesInsert } from './messages.js';
 import { isPendingSql, taskStatus, TASK_COLUMNS, type TaskRow } from './taskRow.js';
 import { observeClaimWork, taskPendingWait } from '../observability/metrics.js';
+import type { WorkerRecorder } from './workers.js';
 
 export interface ClaimRequest {
   provisionerId: string;
@@ -87,6 +88,15 @@ export async function claimPending(pool: pg.Pool, config: Config, issuer: Client
       credentials: runCredentials(issuer, { taskId: row.task_id, runId, workerGroup: req.workerGroup, workerId: req.workerId, takenUntil, taskScopes: row.definition.scopes }),
     };
   });
+}
+
+/** One run claimWork or a worker stream hands out. */
+export type ClaimedRun = Awaited<ReturnType<typeof claimPending>>[number];
+
+/** A `task claimed` line per run, and the worker seen with them (the workers table, explanations). */
+export function recordClaims(log: { info(fields: object, line: string): void }, workers: WorkerRecorder, req: ClaimRequest, claimed: ClaimedRun[]): void {
+  for (const t of claimed) log.info({ taskId: t.status.taskId, runId: t.runId, taskGroupId: t.status.taskGroupId, workerGroup: t.workerGroup, workerId: t.workerId }, 'task claimed');
+  workers.workerSeen(`${req.provisionerId}/${req.workerType}`, req.workerGroup, req.workerId, claimed.map((t) => ({ taskId: t.status.taskId, runId: t.runId })));
 }
 
 /** Long-polls: returns as soon as something was claimed, or an empty list after `waitMs`. */

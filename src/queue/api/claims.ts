@@ -1,6 +1,6 @@
 import { declare } from '../../api/endpoint.js';
 import { withTransaction } from '../../db/pool.js';
-import { claimWork as claimWorkLoop, MAX_CLAIM_COUNT } from '../claimWork.js';
+import { claimWork as claimWorkLoop, MAX_CLAIM_COUNT, recordClaims } from '../claimWork.js';
 import { resolveRun } from '../resolveTask.js';
 import { reclaimRun } from '../reclaimRun.js';
 import { EXCEPTION_REASONS } from '../run.js';
@@ -41,17 +41,9 @@ export const claimWork = declare({
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) abort.abort();
     });
-    const tasks = await claimWorkLoop(
-      deps.pool,
-      deps.config,
-      deps.issuer.current,
-      deps.claimWaiter,
-      { provisionerId, workerType, workerGroup: body.workerGroup, workerId: body.workerId, count: body.tasks },
-      deps.config.claimWorkWaitMs,
-      abort.signal,
-    );
-    for (const t of tasks) request.log.info({ taskId: t.status.taskId, runId: t.runId, taskGroupId: t.status.taskGroupId, workerGroup: t.workerGroup, workerId: t.workerId }, 'task claimed');
-    deps.workers.workerSeen(`${provisionerId}/${workerType}`, body.workerGroup, body.workerId, tasks.map((t) => ({ taskId: t.status.taskId, runId: t.runId })));
+    const claim = { provisionerId, workerType, workerGroup: body.workerGroup, workerId: body.workerId, count: body.tasks };
+    const tasks = await claimWorkLoop(deps.pool, deps.config, deps.issuer.current, deps.claimWaiter, claim, deps.config.claimWorkWaitMs, abort.signal);
+    recordClaims(request.log, deps.workers, claim, tasks);
     return { tasks };
   },
 });

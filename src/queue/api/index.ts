@@ -3,6 +3,7 @@ import { ping } from './ping.js';
 import { cancelTask, createTask, getStatus, getTask, rerunTask, scheduleTask } from './tasks.js';
 import { claimTask, claimWork, pendingTasks, reclaimTask, reportCompleted, reportException, reportFailed } from './claims.js';
 import { reportResolutions } from './resolutions.js';
+import { workerStream } from './workerStream.js';
 import { explainTaskEndpoint } from './explain.js';
 import { healthEndpoints } from '../../api/health.js';
 import { finishArtifact } from './artifacts/finish.js';
@@ -29,6 +30,7 @@ export const queueEndpoints: Endpoint[] = [
   reportFailed,
   reportException,
   reportResolutions,
+  workerStream,
   pendingTasks,
   listTaskGroup,
   getTaskGroup,

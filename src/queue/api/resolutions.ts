@@ -1,9 +1,11 @@
 import { declare, type JsonSchema } from '../../api/endpoint.js';
 import { SLUGID_PATTERN } from '../../api/patterns.js';
-import { resolveRuns, type Resolution } from '../resolveTask.js';
+import { resolveRuns, type Resolution, type ResolutionResult } from '../resolveTask.js';
 import { EXCEPTION_REASONS } from '../run.js';
 import { taskStatusSchema } from './schemas.js';
 import { runClaimants } from '../taskRow.js';
+import type { Queryable } from '../../db/pool.js';
+import type { ScopeExpression } from '../../auth/scopes.js';
 
 /**
  * The most runs one reportResolutions call resolves. A worker's capacity is at most 32 (claimWork's `tasks`);
@@ -23,6 +25,31 @@ const item = (outcome: JsonSchema, reason?: JsonSchema): JsonSchema =>
     outcome,
     ...(reason ? { reason } : {}),
   });
+
+/** The runs of a batch of reports: reportResolutions' `resolutions`, and a worker stream's `resolve` frame's. */
+export const resolutionsSchema: JsonSchema = {
+  type: 'array',
+  minItems: 1,
+  maxItems: MAX_RESOLUTIONS,
+  items: { oneOf: [item({ enum: ['completed', 'failed'] }), item({ const: 'exception' }, { enum: [...EXCEPTION_REASONS] })] },
+};
+
+/**
+ * What a batch of reports needs: per item `queue:resolve-task:<taskId>/<runId>`, or `queue:worker-id:` of the
+ * worker that claimed that run. The claimants are read only for the items the caller's scopes do not cover
+ * already (a least-privilege worker's).
+ */
+export async function resolutionsScopes(db: Queryable, resolutions: Resolution[], satisfies: (scope: string) => boolean): Promise<ScopeExpression> {
+  const resolveScope = (r: Resolution) => `queue:resolve-task:${r.taskId}/${r.runId}`;
+  const uncovered = resolutions.filter((r) => !satisfies(resolveScope(r)));
+  const claimants = uncovered.length > 0 ? await runClaimants(db, uncovered) : new Map<string, string>();
+  return {
+    AllOf: resolutions.map((r) => {
+      const claimant = claimants.get(`${r.taskId}/${r.runId}`);
+      return claimant === undefined ? resolveScope(r) : { AnyOf: [resolveScope(r), `queue:worker-id:${claimant}`] };
+    }),
+  };
+}
 
 const answered = { taskId: { type: 'string' }, runId: { type: 'integer' } };
 const error = closed(['code', 'message'], { code: { type: 'string' }, message: { type: 'string' } });
@@ -48,14 +75,7 @@ export const reportResolutions = declare<{ resolutions: Resolution[] }>({
   method: 'post',
   route: '/task-resolutions',
   scopes: { for: 'run', in: 'runs', each: 'queue:resolve-task:<run>' },
-  input: closed(['resolutions'], {
-    resolutions: {
-      type: 'array',
-      minItems: 1,
-      maxItems: MAX_RESOLUTIONS,
-      items: { oneOf: [item({ enum: ['completed', 'failed'] }), item({ const: 'exception' }, { enum: [...EXCEPTION_REASONS] })] },
-    },
-  }),
+  input: closed(['resolutions'], { resolutions: resolutionsSchema }),
   output: closed(['resolutions'], {
     resolutions: {
       type: 'array',
@@ -65,22 +85,18 @@ export const reportResolutions = declare<{ resolutions: Resolution[] }>({
     },
   }),
   async handler({ body, deps, satisfies, authorizeExpression, request }) {
-    const resolveScope = (r: Resolution) => `queue:resolve-task:${r.taskId}/${r.runId}`;
-    const uncovered = body.resolutions.filter((r) => !satisfies(resolveScope(r)));
-    // The claimant's identity is read only for a caller without the resolve scopes (a least-privilege worker).
-    const claimants = uncovered.length > 0 ? await runClaimants(deps.pool, uncovered) : new Map<string, string>();
-    authorizeExpression({
-      AllOf: body.resolutions.map((r) => {
-        const claimant = claimants.get(`${r.taskId}/${r.runId}`);
-        return claimant === undefined ? resolveScope(r) : { AnyOf: [resolveScope(r), `queue:worker-id:${claimant}`] };
-      }),
-    });
+    authorizeExpression(await resolutionsScopes(deps.pool, body.resolutions, satisfies));
     const results = await resolveRuns(deps.pool, deps.config, deps.groupAnnouncer, body.resolutions);
-    for (const [i, result] of results.entries()) {
-      if (!('status' in result)) continue;
-      const { outcome, reason } = body.resolutions[i];
-      request.log.info({ taskId: result.taskId, runId: result.runId, taskGroupId: result.status.taskGroupId, state: outcome, ...(reason ? { reason } : {}) }, `task ${outcome}`);
-    }
+    logResolutions(request.log, body.resolutions, results);
     return { resolutions: results };
   },
 });
+
+/** One `task <outcome>` line per run a batch resolved, as the single reports log theirs. */
+export function logResolutions(log: { info(fields: object, line: string): void }, resolutions: Resolution[], results: ResolutionResult[]): void {
+  for (const [i, result] of results.entries()) {
+    if (!('status' in result)) continue;
+    const { outcome, reason } = resolutions[i];
+    log.info({ taskId: result.taskId, runId: result.runId, taskGroupId: result.status.taskGroupId, state: outcome, ...(reason ? { reason } : {}) }, `task ${outcome}`);
+  }
+}
