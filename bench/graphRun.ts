@@ -5,28 +5,37 @@ import type { graphOf } from '../support/graphs.js';
 import type { BenchStack } from './scenario.js';
 
 /**
- * How the fast worker reports in the graph scenarios (throughput and scale, so the two compare graph sizes alone):
- * true, each claim's runs (4) in one reportResolutions call (tgs's extension); false, one Taskcluster report per
- * run. Flip it to compare: the queue scenario measures the single reports.
+ * How the fast worker claims and reports in the graph scenarios (throughput and scale, so the two compare graph sizes
+ * alone): `stream`, over the worker stream (claims pushed, the reports of a tick in one frame, docs/api.md § The
+ * worker stream); `batched`, claimWork (4 a call) and each claim's runs in one reportResolutions call; `single`,
+ * claimWork and one Taskcluster report per run. TGS_BENCH_GRAPH_TRANSPORT picks another to compare; the queue scenario
+ * measures all of them.
  */
-export const BATCH_REPORTS = true;
+export const GRAPH_TRANSPORT = graphTransport(process.env.TGS_BENCH_GRAPH_TRANSPORT);
+
+function graphTransport(value: string | undefined): 'stream' | 'batched' | 'single' {
+  if (value === undefined || value === '') return 'stream';
+  if (value === 'stream' || value === 'batched' || value === 'single') return value;
+  throw new Error(`TGS_BENCH_GRAPH_TRANSPORT=${value}: use stream, batched or single`);
+}
 
 /**
- * Runs a graph to the end with a fast worker of `concurrency` claimers on `workerType`: when it was submitted,
- * when it finished, and the phases in between (seconds after the submission began). `batchReports`: each
- * claim's runs are reported in one reportResolutions call instead of one Taskcluster report each.
+ * Runs a graph to the end with a fast worker of `concurrency` claimers (claiming 4 at a time; on the stream, a
+ * capacity of 4 × `concurrency`) on `workerType`, as GRAPH_TRANSPORT says: when it was submitted, when it finished,
+ * and the phases in between (seconds after the submission began).
  */
 export async function graphRun(
   stack: BenchStack,
   graph: ReturnType<typeof graphOf>,
   concurrency: number,
   workerType: string,
-  options: { batchReports?: boolean; onSubmitted?: () => void } = {},
+  options: { onSubmitted?: () => void } = {},
 ) {
   for (const node of Object.values(graph.tasks)) (node.task as { workerType: string }).workerType = workerType;
   const reportTimes: number[] = [];
   const worker = startFastWorker({
-    rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency, batch: 4, batchReports: options.batchReports,
+    rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency, batch: 4,
+    batchReports: GRAPH_TRANSPORT === 'batched', transport: GRAPH_TRANSPORT === 'stream' ? 'stream' : 'claimWork',
     onReport: () => reportTimes.push(performance.now()),
   });
   const id = slugid.nice();

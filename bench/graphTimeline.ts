@@ -35,7 +35,7 @@ try {
       submitCpu = cpuSince(cpuBefore, cpuSnapshot(stack.processNames()), tasks);
     };
     const graph = layered ? layeredGraph(Math.round(tasks / 1000), 1000, 'timeline').graph : fanGraph();
-    const result = await graphRun(stack, graph, 16, 'timeline', { batchReports: true, onSubmitted });
+    const result = await graphRun(stack, graph, 16, 'timeline', { onSubmitted });
     const cpu = cpuSince(cpuBefore, cpuSnapshot(stack.processNames()), tasks);
     console.log(`round ${round}: ${Math.round(tasks / result.finishS)} tasks/s, phases ${JSON.stringify(result.phases)}`);
     console.log(`  CPU ms per task ${JSON.stringify(cpu)}`);

@@ -24,7 +24,14 @@ export function renderMarkdown(r: Results): string {
   }
   if (r.throughput) {
     const t = r.throughput;
-    lines.push(`| throughput (1 → ${t.tasks - 2} → 1) | submit → finished | ${fmt(t.seconds, ' s')}, ${fmt(t.tasks_per_s)} tasks/s | ${cpu(t.cpu_ms_per_task)} | ≥ 1,000 tasks/s |`);
+    lines.push(`| throughput (1 → ${t.tasks - 2} → 1${t.transport ? `, worker: ${t.transport}` : ''}) | submit → finished | ${fmt(t.seconds, ' s')}, ${fmt(t.tasks_per_s)} tasks/s | ${cpu(t.cpu_ms_per_task)} | ≥ 1,000 tasks/s |`);
+    if (t.cores_run) {
+      const show = (c: { busy: number; iowait: number; idle: number }) => `${fmt(c.busy)} busy, ${fmt(c.iowait)} waiting on the disk, ${fmt(c.idle)} idle`;
+      lines.push(
+        `| | the machine's cores (/proc/stat): during the submit (${fmt(t.phases?.submitted_s, ' s')}); from its answer to finished | ${show(t.cores_submit)}; ${show(t.cores_run)} | ` +
+          `the machine's busy CPU per task ${fmt(t.machine_busy_ms_per_task, ' ms')}, the stack's processes' ${fmt(t.cpu_ms_per_task?.total, ' ms')} (bench/machineCpu.ts) | |`,
+      );
+    }
     if (t.per_task) {
       const p = t.per_task;
       lines.push(`| | per task: Postgres transactions, rows written, messages, workflow tasks | ${fmt(p.pg_transactions)}, ${fmt(p.pg_rows_written)}, ${fmt(p.messages)}, ${fmt(p.workflow_tasks)} | counted (bench/perTaskCounts.ts): the machine's speed does not move them | fewer |`);
@@ -50,6 +57,7 @@ export function renderMarkdown(r: Results): string {
       `| queue | enqueue → claim p50 / p99 | ${fmt(q.claim_p50_ms, ' ms')} / ${fmt(q.claim_p99_ms, ' ms')} | Taskcluster workers sleep 1 s between empty polls | p50 ≤ 10 ms |`,
       `| | claim + complete, 16 claimers | ${fmt(q.claim_complete_per_s)} tasks/s claiming 1 per call; ${fmt(q.claim_complete_batch8_per_s)} tasks/s claiming up to 8 | ${cpu(q.cpu_ms_per_task)} (1 per call) | ≥ 2,000 tasks/s |`,
       `| | the same, claiming up to 8 a call | ${fmt(q.claim_complete_batch8_per_s)} tasks/s | ${cpu(q.cpu_ms_per_task_batch8)}; floor, the same claims and reports as bare statements from 16 loops (no HTTP, Hawk or API): ${fmt(q.floor_per_s)} tasks/s, ${q.cpu_ms_per_task_floor ? cpu(q.cpu_ms_per_task_floor) : '—'} | |`,
+      `| | the same over the worker stream (capacity 128: claims pushed, reports in frames) | ${fmt(q.claim_complete_stream_per_s)} tasks/s | ${q.cpu_ms_per_task_stream ? cpu(q.cpu_ms_per_task_stream) : '—'} | |`,
       `| | createTask, 50 at once | ${fmt(q.create_per_s)} tasks/s | ${cpu(q.cpu_ms_per_task_create)} | |`,
     );
   }
@@ -94,6 +102,9 @@ export function ratioRows(r: Results): string[] {
   }
   if (q) {
     rows.push(`| | claim + complete (up to 8 a claim) ÷ its floor | ${showRatio(ratio(q.claim_complete_batch8_per_s, q.floor_per_s), '')} | ${fmt(q.claim_complete_batch8_per_s)} ÷ ${fmt(q.floor_per_s)} tasks/s | ≥ 0.6 |`);
+    if (q.claim_complete_stream_per_s) {
+      rows.push(`| | claim + complete over the worker stream ÷ the same floor | ${showRatio(ratio(q.claim_complete_stream_per_s, q.floor_per_s), '')} | ${fmt(q.claim_complete_stream_per_s)} ÷ ${fmt(q.floor_per_s)} tasks/s | |`);
+    }
   }
   if (s) {
     rows.push(`| | 100k graph submit, CPU per task | ${fmt(s.cpu_ms_per_task_submit?.total, ' ms')} (${fmt(s.submit_s, ' s')}) | | ≤ 0.25 ms, < 20 s |`);

@@ -25,6 +25,9 @@ export {
   type WaitOptions,
   type Resolution,
   type ResolutionResult,
+  WorkerStream,
+  type WorkerStreamOptions,
+  type StreamClaim,
 } from './client/tgsClient.js';
 export { startShellWorker, type ShellWorker, type ShellWorkerOptions, type ShellPayload, type ArtifactSpec } from './shellWorker/index.js';
 export {

@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { ApiClient, type TgsCredentials } from '../src/client/http.js';
+import { WorkerStream } from '../src/client/workerStream.js';
 
 export type Outcome = 'completed' | 'failed' | 'exception';
 
@@ -24,6 +25,11 @@ export interface FastWorkerOptions {
    * `queue:resolve-task:` scopes), instead of one Taskcluster report each, signed with the run's credentials.
    */
   batchReports?: boolean;
+  /**
+   * `stream`: claims pushed over the worker stream (src/client/workerStream.ts), capacity concurrency × batch, and
+   * the reports of each tick in one frame; `batch` and `batchReports` then only size the capacity. Default `claimWork`.
+   */
+  transport?: 'claimWork' | 'stream';
   decide?: (task: ClaimedTask) => Outcome | Promise<Outcome>;
   onClaim?: (task: ClaimedTask) => void;
   onReport?: (task: ClaimedTask, outcome: Outcome) => void;
@@ -31,23 +37,25 @@ export interface FastWorkerOptions {
 
 export type FastWorker = ReturnType<typeof startFastWorker>;
 
+/** The outcome a task asks for: payload.outcomes[runId], its last entry for later runs, else completed. */
+function outcomeOf(task: ClaimedTask): Outcome {
+  const outcomes = task.task.payload.outcomes as Outcome[] | undefined;
+  return outcomes?.[task.runId] ?? outcomes?.at(-1) ?? 'completed';
+}
+
 /**
  * A worker that claims and reports with no work in between: the outcome comes from
  * payload.outcomes[runId] (default 'completed'), or from `decide` when given.
  */
 export function startFastWorker(options: FastWorkerOptions) {
+  if (options.transport === 'stream') return startStreamWorker(options);
   const abort = new AbortController();
   // every request in flight listens on the one stop signal
   setMaxListeners(0, abort.signal);
   const api = new ApiClient(options.rootUrl, options.credentials, abort.signal);
   let stopped = false;
   const reported: { taskId: string; runId: number; outcome: Outcome }[] = [];
-  const decide =
-    options.decide ??
-    ((task: ClaimedTask): Outcome => {
-      const outcomes = task.task.payload.outcomes as Outcome[] | undefined;
-      return outcomes?.[task.runId] ?? outcomes?.at(-1) ?? 'completed';
-    });
+  const decide = options.decide ?? outcomeOf;
   const loop = async (slot: number) => {
     while (!stopped) {
       let claimed: ClaimedTask[];
@@ -113,6 +121,50 @@ export function startFastWorker(options: FastWorkerOptions) {
       stopped = true;
       abort.abort();
       await Promise.allSettled(loops);
+    },
+  };
+}
+
+/** The fast worker on the worker stream: a report for each pushed claim as it arrives, the capacity given back once it is answered. */
+function startStreamWorker(options: FastWorkerOptions) {
+  let stopped = false;
+  const reported: { taskId: string; runId: number; outcome: Outcome }[] = [];
+  const decide = options.decide ?? outcomeOf;
+  const inFlight = new Set<Promise<void>>();
+  const report = async (task: ClaimedTask) => {
+    const outcome = await decide(task);
+    try {
+      const [answer] = await stream.resolve([{ taskId: task.taskId, runId: task.runId, outcome, ...(outcome === 'exception' ? { reason: 'malformed-payload' as const } : {}) }]);
+      if ('error' in answer) throw new Error(answer.error.message);
+      reported.push({ taskId: task.taskId, runId: task.runId, outcome });
+      options.onReport?.(task, outcome);
+    } catch (err) {
+      if (!stopped) console.error(`fast worker: reporting ${task.taskId}/${task.runId} ${outcome} failed: ${(err as Error).message}`);
+    } finally {
+      stream.release();
+    }
+  };
+  const stream = new WorkerStream({
+    rootUrl: options.rootUrl,
+    credentials: options.credentials,
+    provisionerId: options.provisionerId,
+    workerType: options.workerType,
+    workerGroup: 'fast',
+    workerId: 'stream',
+    capacity: (options.concurrency ?? 4) * (options.batch ?? 1),
+    onClaim: (claim) => {
+      const task: ClaimedTask = { ...claim, taskId: claim.status.taskId };
+      options.onClaim?.(task);
+      const p = report(task).finally(() => inFlight.delete(p));
+      inFlight.add(p);
+    },
+  });
+  return {
+    reported,
+    async stop() {
+      stopped = true;
+      await Promise.allSettled([...inFlight]);
+      await stream.close();
     },
   };
 }

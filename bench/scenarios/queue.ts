@@ -37,7 +37,7 @@ export async function run(stack: BenchStack, sizes: Sizes) {
   // Throughput: create the tasks first (createTask one at a time, 50 at once, as a decision task would: timed too),
   // then time the claimers draining them; once claiming one task per claimWork call, once claiming up to 8 (as a
   // worker with capacity does).
-  const drain = async (workerType: string, batch: number) => {
+  const drain = async (workerType: string, batch: number, transport: 'claimWork' | 'stream' = 'claimWork') => {
     const ids = Array.from({ length: sizes.queueTasks }, () => slugid.nice());
     const created0 = performance.now();
     const cpuBeforeCreate = cpuSnapshot(stack.processNames());
@@ -47,7 +47,7 @@ export async function run(stack: BenchStack, sizes: Sizes) {
     const create = { perS: Math.round(ids.length / ((performance.now() - created0) / 1000)), cpu: cpuSince(cpuBeforeCreate, cpuSnapshot(stack.processNames()), ids.length) };
     const t0 = performance.now();
     const cpuBefore = cpuSnapshot(stack.processNames());
-    const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency: claimers, batch });
+    const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency: claimers, batch, transport });
     while (worker.reported.length < ids.length) await new Promise((r) => setTimeout(r, 20));
     const seconds = (performance.now() - t0) / 1000;
     const cpu = cpuSince(cpuBefore, cpuSnapshot(stack.processNames()), ids.length);
@@ -56,6 +56,8 @@ export async function run(stack: BenchStack, sizes: Sizes) {
   };
   const single = await drain('qtp', 1);
   const batched = await drain('qtp8', 8);
+  // tgs' worker stream with the capacity of the 16 claimers of up to 8 (128): claims pushed, reports in frames
+  const streamed = await drain('qstream', 8, 'stream');
   const floor = await statementFloor(stack, sizes.queueTasks, claimers, 8);
   return {
     claim_p50_ms: percentile(latencies, 50),
@@ -68,6 +70,8 @@ export async function run(stack: BenchStack, sizes: Sizes) {
     // CPU milliseconds per task, by process, while draining (where the time goes)
     cpu_ms_per_task: single.cpu,
     cpu_ms_per_task_batch8: batched.cpu,
+    claim_complete_stream_per_s: streamed.perS,
+    cpu_ms_per_task_stream: streamed.cpu,
     // the floor: the same claims (up to 8 a call) and reports as bare statements, no HTTP in between
     floor_per_s: floor.perS,
     cpu_ms_per_task_floor: floor.cpu,

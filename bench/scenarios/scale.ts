@@ -1,6 +1,6 @@
 import { layeredGraph } from '../../support/graphs.js';
 import { cpuSince, cpuSnapshot, type CpuSnapshot } from '../cpu.js';
-import { BATCH_REPORTS, graphRun } from '../graphRun.js';
+import { graphRun } from '../graphRun.js';
 import type { BenchStack, Sizes } from '../scenario.js';
 
 async function historyStats(stack: BenchStack, taskGraphId: string) {
@@ -25,7 +25,6 @@ export async function run(stack: BenchStack, sizes: Sizes) {
   const cpuBefore = cpuSnapshot(stack.processNames());
   let cpuSubmitted: CpuSnapshot = cpuBefore;
   const graphRunResult = await graphRun(stack, graph, 16, 'scale', {
-    batchReports: BATCH_REPORTS,
     onSubmitted: () => {
       submitRss = stack.maxRssMb();
       cpuSubmitted = cpuSnapshot(stack.processNames());

@@ -3,8 +3,10 @@ import type { TaskExplanation } from '../queue/explainTask.js';
 import type { GraphExplanation } from '../scheduler/explainGraph.js';
 import { ApiClient, TgsApiError, type TgsCredentials } from './http.js';
 import { resolveCredentials } from './credentials.js';
+import { WorkerStream, type WorkerStreamOptions } from './workerStream.js';
 
 export { TgsApiError, type TgsCredentials };
+export { WorkerStream, type WorkerStreamOptions, type StreamClaim } from './workerStream.js';
 
 import type { TaskStatus } from '../queue/taskRow.js';
 import type { Resolution, ResolutionResult } from '../queue/resolveTask.js';
@@ -297,6 +299,17 @@ export class TgsClient {
    */
   async reportResolutions(resolutions: Resolution[]): Promise<ResolutionResult[]> {
     return (await this.queue<{ resolutions: ResolutionResult[] }>('POST', '/task-resolutions', { resolutions })).resolutions;
+  }
+
+  /**
+   * Opens the worker stream of one worker (tgs's workerStream, docs/api.md § The worker stream): the API pushes the
+   * runs it claims for the worker to `onClaim` while the worker has capacity (`capacity`, then one more for each
+   * `release()`), and `resolve` reports runs, those of one tick in one frame. `opened` rejects with a TgsApiError
+   * when the API refuses (404: a server without it, claim with `claimWork`). Needs
+   * `queue:claim-work:<provisionerId>/<workerType>` and `queue:worker-id:<workerGroup>/<workerId>`.
+   */
+  workerStream(options: Omit<WorkerStreamOptions, 'rootUrl' | 'credentials'>): WorkerStream {
+    return new WorkerStream({ ...options, rootUrl: this.rootUrl, credentials: this.credentials });
   }
 
   /** The artifacts of a run (the latest unless `runId`), all pages. */

@@ -55,6 +55,8 @@ export class WorkerStream {
   private granted = 0;
   private ws: WebSocket | undefined;
   private closing = false;
+  /** stopClaiming was called */
+  private stopped = false;
   private failures = 0;
   private lost = false;
   private nextId = 0;
@@ -80,6 +82,15 @@ export class WorkerStream {
   release(n = 1): void {
     this.available += n;
     this.grant();
+  }
+
+  /**
+   * The worker is stopping: the API claims nothing more for it (a claim under way may still arrive), and `release`
+   * gives nothing back. Reports still go out until `close`.
+   */
+  stopClaiming(): void {
+    this.stopped = true;
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ type: 'stop' }));
   }
 
   /** Reports runs (reportResolutions' items): one answer per item, in order. Rejects with a TgsApiError when the API refuses the frame. */
@@ -220,6 +231,7 @@ export class WorkerStream {
   }
 
   private grant(): void {
+    if (this.stopped) return;
     const ws = this.ws;
     const more = this.available - this.granted;
     if (!ws || ws.readyState !== WebSocket.OPEN || more <= 0) return;

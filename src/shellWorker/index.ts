@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { ApiClient, TgsApiError, type TgsCredentials } from '../client/http.js';
 import { TgsClient } from '../client/tgsClient.js';
+import { WorkerStream } from '../client/workerStream.js';
 import { ReportBatcher } from './reports.js';
 import { runTask, type ClaimedRun, type RunOutcome } from './runTask.js';
 import { resolveTaskUser } from './taskUser.js';
@@ -54,6 +55,12 @@ export interface ShellWorkerOptions {
    * switches the worker to one call per report, each signed with its run's credentials.
    */
   batchReports?: boolean;
+  /**
+   * How tasks come: `stream` (default), pushed over the worker stream (docs/api.md § The worker stream), the runs'
+   * reports going back on it; `claimWork`, the Taskcluster long-poll. A server without the worker stream (404)
+   * makes the worker claim with claimWork.
+   */
+  transport?: 'stream' | 'claimWork';
   /** called with each run's outcome (tests, `tgs dev`'s counters) */
   onRun?: (run: { taskId: string; runId: number; outcome: RunOutcome }) => void;
 }
@@ -106,13 +113,14 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
   const claimAbort = new AbortController();
   const shutdown = new AbortController();
   const claimer = new ApiClient(options.rootUrl, options.credentials, claimAbort.signal);
-  const reports = new ReportBatcher(
+  let reports = new ReportBatcher(
     options.credentials && options.batchReports !== false ? new TgsClient({ rootUrl: options.rootUrl, credentials: options.credentials }) : undefined,
     options.capacity,
     log,
   );
   const running = new Set<Promise<void>>();
   let wake: (() => void) | undefined;
+  let stream: WorkerStream | undefined;
 
   const start = (claim: ClaimedRun) => {
     const p = runTask(claim, { rootUrl: options.rootUrl, logIntervalMs: options.logIntervalMs ?? 1000, log, sandbox, reports }, shutdown.signal)
@@ -123,8 +131,51 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
       .finally(() => {
         running.delete(p);
         wake?.();
+        if (!shutdown.signal.aborted) stream?.release();
       });
     running.add(p);
+  };
+
+  const refused = (err: TgsApiError, call: string) =>
+    new Error(`${call} for ${pool} was refused: ${err.message}\n` + `The worker's client (TGS_CLIENT_ID) needs queue:claim-work:${pool} and queue:worker-id:${workerGroup}/${workerId}.`);
+
+  const claimed = (claim: ClaimedRun) => {
+    log(`${claim.status.taskId}/${claim.runId}: claimed${claim.task.metadata?.name ? ` (${claim.task.metadata.name})` : ''}`);
+    start(claim);
+  };
+
+  /** Runs what the worker stream pushes until the worker stops; false when the API has no worker stream (404). */
+  const streamLoop = async (): Promise<boolean> => {
+    const opened = new WorkerStream({
+      rootUrl: options.rootUrl,
+      credentials: options.credentials,
+      provisionerId: options.provisionerId,
+      workerType: options.workerType,
+      workerGroup,
+      workerId,
+      capacity: options.capacity,
+      // claims pushed while stopping still start: runTask reports them worker-shutdown at once
+      onClaim: (claim) => claimed(claim as unknown as ClaimedRun),
+      log,
+    });
+    try {
+      await opened.opened;
+    } catch (err) {
+      if (!(err instanceof TgsApiError)) throw err;
+      if (err.status === 404) {
+        log(`the API at ${options.rootUrl} has no worker stream: claiming with claimWork`);
+        return false;
+      }
+      throw refused(err, 'the worker stream');
+    }
+    stream = opened;
+    // reports go back on the stream (authorized as the runs' claimant), those that end together in one frame
+    reports = new ReportBatcher({ reportResolutions: (items) => opened.resolve(items) }, options.capacity, log);
+    await new Promise<void>((resolve) => shutdown.signal.addEventListener('abort', () => resolve(), { once: true }));
+    opened.stopClaiming();
+    while (running.size > 0) await Promise.all([...running]);
+    await opened.close();
+    return true;
   };
 
   const loop = async () => {
@@ -134,7 +185,9 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
       log(`--task-user ${taskUser.name} is not used: isolation user gives every run a fresh uid of its own (--uid-range); --task-user only names the identity of bwrap sandboxes and of --isolation none`);
     }
     log(`isolation ${isolation.mode} (${isolation.why}): ${sandbox.describe()}`);
-    log(`claiming tasks of ${pool} as ${workerGroup}/${workerId}, capacity ${options.capacity}, against ${options.rootUrl}`);
+    const transport = options.transport ?? 'stream';
+    log(`claiming tasks of ${pool} as ${workerGroup}/${workerId}, capacity ${options.capacity}, against ${options.rootUrl}${transport === 'stream' ? ' over the worker stream' : ''}`);
+    if (transport === 'stream' && (await streamLoop())) return;
     while (!shutdown.signal.aborted) {
       if (running.size >= options.capacity) {
         await new Promise<void>((resolve) => {
@@ -157,10 +210,7 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
         if (err instanceof TgsApiError && (err.status === 401 || err.status === 403)) {
           shutdown.abort();
           while (running.size > 0) await Promise.all([...running]);
-          throw new Error(
-            `claimWork for ${pool} was refused: ${err.message}\n` +
-              `The worker's client (TGS_CLIENT_ID) needs queue:claim-work:${pool} and queue:worker-id:${workerGroup}/${workerId}.`,
-          );
+          throw refused(err, 'claimWork');
         }
         failures++;
         const delay = Math.min(30_000, 500 * 2 ** Math.min(failures, 6));
@@ -175,10 +225,7 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
         continue;
       }
       // claims answered while stopping still start: runTask reports them worker-shutdown at once
-      for (const claim of claims) {
-        log(`${claim.status.taskId}/${claim.runId}: claimed${claim.task.metadata?.name ? ` (${claim.task.metadata.name})` : ''}`);
-        start(claim);
-      }
+      for (const claim of claims) claimed(claim);
     }
     while (running.size > 0) await Promise.all([...running]);
   };

@@ -30,8 +30,8 @@ export class ReportBatcher {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    /** the worker's own client; undefined: every report is a single call */
-    private client: TgsClient | undefined,
+    /** the worker's own client (or its worker stream); undefined: every report is a single call */
+    private client: Pick<TgsClient, 'reportResolutions'> | undefined,
     private readonly maxItems: number,
     private readonly log: (line: string) => void,
   ) {}

@@ -69,7 +69,7 @@ test('the API pushes claims up to the worker\'s capacity and more as it gives ca
   const { stream, claims } = openStream('st-push', 3);
   try {
     await stream.opened;
-    await eventually(() => claims.length === 3, 'three claims pushed');
+    await eventually(async () => claims.length === 3, 'three claims pushed');
     // capacity 3: the other two wait, however long
     await new Promise((r) => setTimeout(r, 300));
     assert.equal(claims.length, 3);
@@ -82,11 +82,11 @@ test('the API pushes claims up to the worker\'s capacity and more as it gives ca
     const results = await stream.resolve(claims.map((c) => ({ taskId: c.status.taskId, runId: c.runId, outcome: 'completed' as const })));
     assert.deepEqual(results.map((r) => ('status' in r ? r.status.state : r.error.code)), ['completed', 'completed', 'completed']);
     stream.release(3);
-    await eventually(() => claims.length === 5, 'the other two pushed once capacity came back');
+    await eventually(async () => claims.length === 5, 'the other two pushed once capacity came back');
     assert.deepEqual(new Set(claims.map((c) => c.status.taskId)), new Set(ids), 'every task once');
     // a task created while the worker waits is pushed at once (the claimWork long-poll's NOTIFY wake-up)
     const [late] = await createTasks('st-push', 1);
-    await eventually(() => claims.some((c) => c.status.taskId === late), 'a new task pushed');
+    await eventually(async () => claims.some((c) => c.status.taskId === late), 'a new task pushed');
     const rest = claims.slice(3).map((c) => ({ taskId: c.status.taskId, runId: c.runId, outcome: 'failed' as const }));
     const answers = await stream.resolve(rest);
     assert.ok(answers.every((r) => 'status' in r && r.status.state === 'failed'));
@@ -125,7 +125,7 @@ async function rawStream(workerType: string, credentials: Credentials = worker) 
   const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: String(reason) })));
   ws.on('message', (data) => frames.push(JSON.parse(String(data))));
   await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
-  await eventually(() => frames.some((f) => f.type === 'welcome'), 'welcome');
+  await eventually(async () => frames.some((f) => f.type === 'welcome'), 'welcome');
   return { ws, frames, closed };
 }
 
@@ -164,7 +164,7 @@ test('a least-privilege worker reports its own runs on the stream, never another
   const mine = theirs === own ? others : own;
   const { stream, claims } = openStream('st-least', 1);
   try {
-    await eventually(() => claims.length === 1, 'claimed');
+    await eventually(async () => claims.length === 1, 'claimed');
     assert.equal(claims[0].status.taskId, mine);
     await assert.rejects(
       stream.resolve([
@@ -191,7 +191,7 @@ test('streams drain at their maximum age: the worker opens a new one, and no cla
     const started = Date.now();
     // a slow worker: one task at a time every 100 ms, over three or more drains (every 2 s here)
     while (answers.length < n) {
-      await eventually(() => claims.length > answers.length, 'a claim', 20_000);
+      await eventually(async () => claims.length > answers.length, 'a claim', 20_000);
       const c = claims[answers.length];
       await new Promise((r) => setTimeout(r, 100));
       const [answer] = await stream.resolve([{ taskId: c.status.taskId, runId: c.runId, outcome: 'completed' }]);
@@ -243,7 +243,7 @@ test('the API stopping drains its streams at once: the worker is told and goes e
   await eventually(async () => (await open()) === 0, 'the stream closed');
   assert.ok(Date.now() - started < 2000, `the stream drained in ${Date.now() - started} ms`);
   // the worker opens a stream again at once, and is refused by the stopping API (503): it says so once
-  await eventually(() => lines.some((l) => /stopping/.test(l)), 'the worker was told');
+  await eventually(async () => lines.some((l) => /stopping/.test(l)), 'the worker was told');
   await closing;
   await stream.close();
   assert.equal(lines.length, 1, lines.join('\n'));

@@ -16,6 +16,7 @@ interface Options {
   taskUser?: string;
   isolation?: string;
   uidRange?: string;
+  claimWork?: boolean;
 }
 
 export function registerShellWorkerCommand(program: Command): void {
@@ -43,6 +44,7 @@ export function registerShellWorkerCommand(program: Command): void {
       '--task-user <name>',
       'the OS user bwrap sandboxes run as instead of a fresh uid per run, or every task runs as with --isolation none (worker must be root); not used by --isolation user, which gives each run its own uid',
     )
+    .option('--claim-work', 'poll claimWork instead of holding a worker stream (a proxy in between that cannot carry WebSockets)')
     .action(async (opts: Options) => {
       const resolved = resolveCredentials();
       const { log, metrics } = await startObservability(loadConfig(), 'shell-worker');
@@ -59,6 +61,7 @@ export function registerShellWorkerCommand(program: Command): void {
           taskUser: opts.taskUser,
           isolation: opts.isolation as IsolationMode | undefined,
           uidRange: opts.uidRange,
+          transport: opts.claimWork ? 'claimWork' : 'stream',
           log: lineLogger(log),
         });
         onShutdown(() => worker.stop());

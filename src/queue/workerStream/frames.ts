@@ -26,7 +26,7 @@ export const CLOSE = {
   drained: 4408,
 } as const;
 
-export type WorkerFrame = { type: 'capacity'; tasks: number } | { type: 'resolve'; id: number; resolutions: Resolution[] };
+export type WorkerFrame = { type: 'capacity'; tasks: number } | { type: 'stop' } | { type: 'resolve'; id: number; resolutions: Resolution[] };
 
 export type ApiFrame =
   | { type: 'welcome'; taskQueueId: string; workerGroup: string; workerId: string; maxCapacity: number; maxResolutions: number; drainsAt: string }
@@ -44,6 +44,7 @@ const workerFrameSchema: JsonSchema = {
       required: ['type', 'tasks'],
       properties: { type: { const: 'capacity' }, tasks: { type: 'integer', minimum: 1, maximum: MAX_STREAM_CAPACITY } },
     },
+    { type: 'object', additionalProperties: false, required: ['type'], properties: { type: { const: 'stop' } } },
     {
       type: 'object',
       additionalProperties: false,

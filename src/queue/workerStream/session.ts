@@ -114,6 +114,11 @@ export class WorkerStreamSession {
     } catch (err) {
       return this.refuse(err);
     }
+    if (frame.type === 'stop') {
+      // the worker is stopping: nothing more is claimed for it here (a claim already under way is still pushed)
+      this.capacity = 0;
+      return;
+    }
     if (frame.type === 'capacity') {
       if (this.capacity + frame.tasks > MAX_STREAM_CAPACITY) {
         return this.refuse(new TgsError('InputError', `capacity ${this.capacity} + ${frame.tasks} is over the stream's ${MAX_STREAM_CAPACITY}: ask only for what you can run`));
