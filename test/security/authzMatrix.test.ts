@@ -299,6 +299,8 @@ const BODIES: Record<string, (w: World) => unknown> = {
  */
 const AUTHORIZED_REFUSALS: Record<string, { status: number; message: RegExp }> = {
   'queue.finishArtifact': { status: 400, message: /^Only object artifacts can be finished/ },
+  // the matrix sends plain requests: authorized, the stream asks for the upgrade (test/queue/workerStream.test.ts opens it)
+  'queue.workerStream': { status: 400, message: /^workerStream is a WebSocket/ },
 };
 
 const key = (e: Endpoint) => `${e.service}.${e.name}`;

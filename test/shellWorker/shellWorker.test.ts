@@ -1,6 +1,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -211,12 +213,12 @@ async function answered(method: string, status: string): Promise<number> {
     .reduce((n, v) => n + v.value, 0);
 }
 
-test('runs that end together are reported in one reportResolutions call, also by a worker client with worker scopes only', async () => {
+test('with claimWork, runs that end together are reported in one reportResolutions call, also by a worker client with worker scopes only', async () => {
   const command = ['node', '-e', ''];
   const batchedBefore = { batch: await answered('reportResolutions', '200'), single: await answered('reportCompleted', '200') };
   // created before the worker starts: one claimWork takes all three, they run side by side
   const ids = [await createTask('batched', { command, maxRunTime: 60 }), await createTask('batched', { command, maxRunTime: 60 }), await createTask('batched', { command, maxRunTime: 60 })];
-  worker('batched', 3);
+  worker('batched', 3, { transport: 'claimWork' });
   for (const taskId of ids) {
     const s = await resolved(taskId);
     assert.equal(s.state, 'completed', `${JSON.stringify(s)}\n${(await artifact(taskId, 'public/logs/live.log')).text}`);
@@ -238,7 +240,7 @@ test('runs that end together are reported in one reportResolutions call, also by
   const lines: string[] = [];
   const before = { batch: await answered('reportResolutions', '200'), refused: await answered('reportResolutions', '403'), single: await answered('reportCompleted', '200') };
   const single = [await createTask('single', { command, maxRunTime: 60 }), await createTask('single', { command, maxRunTime: 60 })];
-  worker('single', 2, { credentials: { clientId, accessToken: created.body.accessToken }, log: (line) => lines.push(line) });
+  worker('single', 2, { credentials: { clientId, accessToken: created.body.accessToken }, log: (line) => lines.push(line), transport: 'claimWork' });
   for (const taskId of single) assert.equal((await resolved(taskId)).state, 'completed');
   const later = await createTask('single', { command, maxRunTime: 60 });
   assert.equal((await resolved(later)).state, 'completed');
@@ -247,6 +249,64 @@ test('runs that end together are reported in one reportResolutions call, also by
   const sent = (await answered('reportResolutions', '200')) - before.batch;
   assert.ok(sent >= 2 && sent <= 3, `${sent} batches`);
   assert.deepEqual(lines.filter((l) => l.startsWith('reporting each run with its own call')), []);
+});
+
+test('on the worker stream (the default) a worker with worker scopes only gets its tasks pushed and reports them there: no claimWork, no report request', async () => {
+  const clientId = 'shell/stream';
+  const created = await t.request('PUT', `/api/auth/v1/clients/${encodeURIComponent(clientId)}`, {
+    description: 'a worker client with least privilege',
+    expires: new Date(Date.now() + 3600_000).toISOString(),
+    scopes: ['queue:claim-work:tgs-test/streamed', 'queue:worker-id:tgs-shell/*'],
+  });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  // the workers of the tests before, claimWork ones, stop: their long-polls would count
+  await Promise.all(workers.splice(0).map((w) => w.stop()));
+  const counts = async () => ({
+    claimWork: await answered('claimWork', '200'),
+    batch: await answered('reportResolutions', '200'),
+    single: await answered('reportCompleted', '200'),
+    failed: await answered('reportFailed', '200'),
+  });
+  const before = await counts();
+  const lines: string[] = [];
+  worker('streamed', 2, { credentials: { clientId, accessToken: created.body.accessToken }, log: (line) => lines.push(line) });
+  const command = ['node', '-e', ''];
+  const ids = [await createTask('streamed', { command, maxRunTime: 60 }), await createTask('streamed', { command: ['false'], maxRunTime: 60 }), await createTask('streamed', { command, maxRunTime: 60 })];
+  assert.deepEqual(await Promise.all(ids.map(async (id) => (await resolved(id)).state)), ['completed', 'failed', 'completed']);
+  assert.deepEqual(await counts(), before, 'every claim and report went over the stream');
+  assert.ok(lines.some((l) => /over the worker stream/.test(l)), lines.join('\n'));
+  for (const id of ids) assert.equal((await status(id)).runs[0].workerId, 'w-streamed');
+});
+
+test('against an API without the worker stream (404 to the upgrade) the worker claims with claimWork', async () => {
+  // a front that passes every request on to the API and answers the upgrade 404, as an older tgs or a Taskcluster queue would
+  const front = http.createServer((req, res) => {
+    const forward = http.request(new URL(req.url ?? '/', t.rootUrl), { method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    req.pipe(forward);
+  });
+  front.on('upgrade', (_req, socket) => {
+    const body = JSON.stringify({ code: 'ResourceNotFound', message: 'No such endpoint' });
+    socket.end(`HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+  });
+  await new Promise<void>((resolve) => front.listen(0, '127.0.0.1', resolve));
+  const port = (front.address() as AddressInfo).port;
+  try {
+    const lines: string[] = [];
+    const claimsBefore = await answered('claimWork', '200');
+    // the front signs for its own host: the API checks Hawk against the Host header it receives
+    worker('fronted', 1, { rootUrl: `http://127.0.0.1:${port}`, log: (line) => lines.push(line) });
+    const taskId = await createTask('fronted', { command: ['node', '-e', ''], maxRunTime: 60 });
+    assert.equal((await resolved(taskId)).state, 'completed');
+    assert.ok(lines.some((l) => /has no worker stream: claiming with claimWork/.test(l)), lines.join('\n'));
+    assert.ok((await answered('claimWork', '200')) > claimsBefore);
+  } finally {
+    await Promise.all(workers.splice(0).map((w) => w.stop()));
+    front.closeAllConnections();
+    await new Promise((resolve) => front.close(resolve));
+  }
 });
 
 test('a malformed payload: exception malformed-payload, the reason in the log, not retried', async () => {
