@@ -28,8 +28,8 @@ export interface AuthContext {
   clientId: string | undefined;
   scopes: string[];
   /**
-   * When the credentials stop authenticating (ms since the epoch): the client's expiry, or a certificate's and
-   * its issuer's; undefined when they do not expire. A connection that outlives its request (the worker
+   * When the credentials stop authenticating (ms since the epoch): the client's expiry, or a certificate's (with
+   * the 5 minutes of clock drift it is allowed) and its issuer's; undefined when they do not expire. A connection that outlives its request (the worker
    * stream) ends by then.
    */
   validUntil?: number;
@@ -186,8 +186,8 @@ async function resolveVerified(store: ClientStore, entry: VerifiedCertificate): 
   return { key: entry.key, scopes: entry.scopes, validUntil: earliest(entry.expiry, issuer.expires) };
 }
 
-/** A certificate's expiry, or its issuer's when that comes first. */
-const earliest = (expiry: number, issuerExpires: Date | undefined) => Math.min(expiry, issuerExpires?.getTime() ?? Infinity);
+/** Until when a certificate authenticates (its expiry, with the clocks' drift allowed), or its issuer's expiry when that comes first. */
+const earliest = (expiry: number, issuerExpires: Date | undefined) => Math.min(expiry + CERTIFICATE_DRIFT_MS, issuerExpires?.getTime() ?? Infinity);
 
 function applyAuthorizedScopes(scopes: string[], ext: ExtContent): string[] {
   if (ext.authorizedScopes === undefined) return scopes;

@@ -209,6 +209,30 @@ test('streams drain at their maximum age: the worker opens a new one, and no cla
   }
 });
 
+test('a stream drains when its credentials expire, and the worker\'s next one is refused', async () => {
+  const clientId = `workers/${slugid.nice()}`;
+  // sooner than the stream's maximum age here (2 s)
+  const expires = Date.now() + 1500;
+  const made = await t.request('PUT', `/api/auth/v1/clients/${encodeURIComponent(clientId)}`, {
+    description: 'a worker whose client expires in 1.5 s',
+    expires: new Date(expires).toISOString(),
+    scopes: ['queue:claim-work:tgs-test/st-expiry', 'queue:worker-id:st-group/*'],
+  });
+  assert.equal(made.status, 200, JSON.stringify(made.body));
+  const { ws, frames, closed } = await rawStream('st-expiry', { clientId, accessToken: made.body.accessToken });
+  const welcome = frames.find((f) => f.type === 'welcome');
+  assert.equal(Date.parse(welcome.drainsAt), expires);
+  const draining = await eventually(async () => frames.find((f) => f.type === 'draining'), 'drained');
+  assert.match(draining.reason, /credentials expire/);
+  assert.ok(Date.now() >= expires);
+  ws.close();
+  await closed;
+  await new Promise((r) => setTimeout(r, Math.max(0, expires - Date.now() + 100)));
+  const { stream, lines } = openStream('st-expiry', 1, { credentials: { clientId, accessToken: made.body.accessToken } });
+  await assert.rejects(stream.opened, (err: TgsApiError) => err.status === 401 && /expired/.test(err.message));
+  assert.ok(lines.some((l) => /refused the worker stream/.test(l)), lines.join('\n'));
+});
+
 test('runs claimed as the stream closes are resolved worker-shutdown at once, not left until their claim expires', async () => {
   const [taskId] = await createTasks('st-closing', 1, { retries: 2 });
   // the claim's statement waits on a lock while the worker goes away

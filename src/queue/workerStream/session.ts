@@ -17,6 +17,8 @@ type Log = { info(fields: object, line: string): void; warn(fields: object, line
 export const DRAIN_GRACE_MS = 5000;
 /** How often an idle stream's worker is recorded as seen (explanations' `lastClaimWork`): a claimWork long-poll's rhythm. */
 const SEEN_EVERY_MS = 5000;
+/** setTimeout's longest delay (a longer one fires at once); a stream this old drains then. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** WebSocket pings: a worker that answered none between two is gone (a half-open TCP connection). */
 const PING_EVERY_MS = 30_000;
 
@@ -62,7 +64,7 @@ export class WorkerStreamSession {
         answered = false;
         ws.ping();
       }, PING_EVERY_MS),
-      setTimeout(() => this.drain(auth.validUntil !== undefined && auth.validUntil <= drainsAt ? 'its credentials expire' : 'it reached its maximum age (TGS_WORKER_STREAM_MAX_AGE_S)'), Math.max(0, drainsAt - Date.now())),
+      setTimeout(() => this.drain(auth.validUntil !== undefined && auth.validUntil <= drainsAt ? 'its credentials expire' : 'it reached its maximum age (TGS_WORKER_STREAM_MAX_AGE_S)'), Math.min(MAX_TIMER_MS, Math.max(0, drainsAt - Date.now()))),
     );
     this.send(welcome(this.queue, claim.workerGroup, claim.workerId, drainsAt));
     this.claiming = this.claimLoop().catch((err: unknown) => {
