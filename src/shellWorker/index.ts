@@ -158,8 +158,10 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
       onClaim: (claim) => claimed(claim as unknown as ClaimedRun),
       log,
     });
+    const stopped = new Promise<void>((resolve) => shutdown.signal.addEventListener('abort', () => resolve(), { once: true }));
     try {
-      await opened.opened;
+      // an API that cannot be reached yet: the stream keeps trying (logged once) until it opens or the worker stops
+      await Promise.race([opened.opened, stopped]);
     } catch (err) {
       if (!(err instanceof TgsApiError)) throw err;
       if (err.status === 404) {
@@ -171,7 +173,7 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
     stream = opened;
     // reports go back on the stream (authorized as the runs' claimant), those that end together in one frame
     reports = new ReportBatcher({ reportResolutions: (items) => opened.resolve(items) }, options.capacity, log);
-    await new Promise<void>((resolve) => shutdown.signal.addEventListener('abort', () => resolve(), { once: true }));
+    await stopped;
     opened.stopClaiming();
     while (running.size > 0) await Promise.all([...running]);
     await opened.close();
