@@ -5,6 +5,7 @@ import { logger } from '../log.js';
 import { isPendingSql } from '../queue/taskRow.js';
 import { UNPUBLISHED_COUNT } from '../exchanges/outbox.js';
 import { DEAD_LETTER_COUNT } from '../exchanges/outboxStore.js';
+import type { HookListenerStats } from '../hooks/listener.js';
 
 /**
  * Every tgs metric, in one registry per process: `tgs dev` runs API, relay, bridge and scheduler worker in
@@ -233,6 +234,7 @@ interface RelayStatsView { published: number; reconnects: number; active: boolea
 interface BridgeStatsView { received: number; signals: number; resolutionsForwarded: number; dropped: number; requeued: number; deadLettered?: number }
 const relays = new Set<RelayStatsView>();
 const bridges = new Set<BridgeStatsView>();
+const hookListeners = new Set<HookListenerStats>();
 // Gauges holding running totals (prom-client's Counter cannot be set from a snapshot); `rate()` works on them
 // as on counters because they only grow during a process's life.
 statsCounter('tgs_relay_published_messages_total', 'Messages the relay published and RabbitMQ confirmed', relays, (s) => s.published);
@@ -243,6 +245,9 @@ statsCounter('tgs_bridge_received_messages_total', 'Messages the bridge received
 statsCounter('tgs_bridge_signals_total', 'Signals the bridge sent to graph workflows', bridges, (s) => s.signals);
 statsCounter('tgs_bridge_resolutions_forwarded_total', 'Task resolutions the bridge forwarded to graph workflows', bridges, (s) => s.resolutionsForwarded);
 statsCounter('tgs_bridge_requeued_messages_total', 'Messages requeued after a failed flush (Temporal unavailable)', bridges, (s) => s.requeued);
+statsCounter('tgs_hook_listener_messages_total', "Messages the hook listener received (hooks' bindings, src/hooks/listener.ts)", hookListeners, (s) => s.messages);
+statsCounter('tgs_hook_listener_fires_total', 'Hook fires the hook listener created from messages (a message seen again fires nothing)', hookListeners, (s) => s.created);
+statsCounter('tgs_hook_listener_requeued_messages_total', "Messages the hook listener put back on its queue because their fires failed (retried, the delay doubling up to 10 s)", hookListeners, (s) => s.requeued);
 // Every bridge of a deployment reads the same queue's depth: the highest reading, not their sum.
 new client.Gauge({
   name: 'tgs_bridge_dead_letter_messages',
@@ -275,6 +280,12 @@ export function observeRelay(databaseUrl: string, pool: pg.Pool, stats: RelaySta
     forget();
     relays.delete(stats);
   };
+}
+
+/** The hook listener's counters. */
+export function observeHookListener(stats: HookListenerStats): () => void {
+  hookListeners.add(stats);
+  return () => hookListeners.delete(stats);
 }
 
 /** The bridge's counters. */

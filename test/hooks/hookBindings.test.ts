@@ -4,6 +4,7 @@ import slugid from 'slugid';
 import { connectBus, type BusChannel, type BusConnection } from '../../src/exchanges/bus.js';
 import { queueExchangeName, schedulerExchangeName, tgsExchangeName } from '../../src/exchanges/exchanges.js';
 import { startHookListener, type HookListener } from '../../src/hooks/listener.js';
+import { observeHookListener, registry } from '../../src/observability/metrics.js';
 import { listenerBindings } from '../../src/hooks/listenerBindings.js';
 import { messageTaskId } from '../../src/hooks/fireTaskId.js';
 import { LazyTemporalClient } from '../../src/temporal/connection.js';
@@ -129,6 +130,16 @@ test('a message fires each hook whose binding takes it once, with the message as
   assert.equal(listener.stats.created, 3);
   // the apple's copy for apples and fruit, the pear's for fruit
   assert.equal(listener.stats.alreadyFired, 3);
+  // the same counts as metrics, as `tgs bridge` exposes them
+  const unobserve = observeHookListener(listener.stats);
+  try {
+    const metric = async (name: string) => (await registry.getSingleMetric(name)!.get()).values[0]?.value;
+    assert.equal(await metric('tgs_hook_listener_fires_total'), 3);
+    assert.equal(await metric('tgs_hook_listener_messages_total'), listener.stats.messages);
+    assert.equal(await metric('tgs_hook_listener_requeued_messages_total'), 0);
+  } finally {
+    unobserve();
+  }
 
   for (const hookId of ['apples', 'fruit', 'strict']) ok(await stack.api.request('DELETE', hookPath(hookId)));
   await boundTo([exchange], []);

@@ -23,7 +23,7 @@ import { onShutdown } from '../shutdown.js';
 import { DEV_TEMPORAL_CLIENT_ID, ensureDevTemporalClient } from '../../scheduler/temporalNativeAuth.js';
 import { configureLogging, lineLogger, logger, type LogFormat } from '../../log.js';
 import { logFormatFromEnv } from '../../config.js';
-import { observeBridge, observeRelay } from '../../observability/metrics.js';
+import { observeBridge, observeHookListener, observeRelay } from '../../observability/metrics.js';
 import { startMetricsServer } from '../../observability/metricsServer.js';
 import { installTemporalRuntime } from '../../observability/temporalRuntime.js';
 
@@ -266,7 +266,8 @@ async function runDev(
   cleanups.push({ name: 'the bridge', run: () => (unobserveBridge(), bridge.stop()) });
   // hooks' bindings, in the process that runs the bridge (src/hooks/listener.ts), its queue there before the relay too
   const hookListener = await startHookListener({ config, pool: api.deps.pool, temporal: api.deps.temporal, log: lineLogger(logger('hooks')) });
-  cleanups.push({ name: 'the hook listener', run: () => hookListener.stop() });
+  const unobserveHooks = observeHookListener(hookListener.stats);
+  cleanups.push({ name: 'the hook listener', run: () => (unobserveHooks(), hookListener.stop()) });
   const relay = await startRelay({ config, pool: api.deps.pool, log: lineLogger(logger('relay')) });
   const unobserveRelay = observeRelay(config.databaseUrl, api.deps.pool, relay.stats);
   cleanups.push({ name: 'the relay', run: () => (unobserveRelay(), relay.stop()) });
