@@ -165,7 +165,7 @@ async function resolveCredentials(store: ClientStore, id: string, ext: ExtConten
   return {
     key,
     scopes: cert.scopes,
-    validUntil: earliest(cert.expiry, issuer.expires),
+    validUntil: certificateValidUntil(cert.expiry, issuer.expires),
     verified: { issuerId, start: cert.start, expiry: cert.expiry, key, scopes: cert.scopes, issuerAccessToken: issuer.accessToken, issuerScopes: issuer.scopes },
   };
 }
@@ -183,11 +183,11 @@ async function resolveVerified(store: ClientStore, entry: VerifiedCertificate): 
   // Both tokens are the server's own (neither comes from the request), so a plain comparison leaks nothing.
   if (issuer.accessToken !== entry.issuerAccessToken || !sameList(issuer.scopes, entry.issuerScopes)) return undefined;
   checkValidityPeriod(entry.start, entry.expiry, now);
-  return { key: entry.key, scopes: entry.scopes, validUntil: earliest(entry.expiry, issuer.expires) };
+  return { key: entry.key, scopes: entry.scopes, validUntil: certificateValidUntil(entry.expiry, issuer.expires) };
 }
 
 /** Until when a certificate authenticates (its expiry, with the clocks' drift allowed), or its issuer's expiry when that comes first. */
-const earliest = (expiry: number, issuerExpires: Date | undefined) => Math.min(expiry + CERTIFICATE_DRIFT_MS, issuerExpires?.getTime() ?? Infinity);
+const certificateValidUntil = (expiry: number, issuerExpires: Date | undefined) => Math.min(expiry + CERTIFICATE_DRIFT_MS, issuerExpires?.getTime() ?? Infinity);
 
 function applyAuthorizedScopes(scopes: string[], ext: ExtContent): string[] {
   if (ext.authorizedScopes === undefined) return scopes;

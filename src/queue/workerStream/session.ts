@@ -189,16 +189,21 @@ export class WorkerStreamSession {
         this.deps.workers.workerSeen(this.queue, this.claim.workerGroup, this.claim.workerId);
         seen = Date.now();
       }
-      this.wake = new AbortController();
-      if (this.draining) return;
-      await waiter.wait(this.queue, Date.now() + this.deps.config.claimWorkWaitMs, this.wake.signal, generation);
+      const signal = this.armWake();
+      if (!signal) return;
+      await waiter.wait(this.queue, Date.now() + this.deps.config.claimWorkWaitMs, signal, generation);
     }
   }
 
-  private sleep(ms: number): Promise<void> {
+  /** A fresh signal for the claim loop's next wait (capacity, a drain or the close aborts it); none once draining. */
+  private armWake(): AbortSignal | undefined {
     this.wake = new AbortController();
-    const signal = this.wake.signal;
-    if (this.draining) return Promise.resolve();
+    return this.draining ? undefined : this.wake.signal;
+  }
+
+  private sleep(ms: number): Promise<void> {
+    const signal = this.armWake();
+    if (!signal) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = ms === Infinity ? undefined : setTimeout(resolve, ms);
       signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
