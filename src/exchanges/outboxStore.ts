@@ -3,6 +3,7 @@ import { OUTBOX_DELETE_INDEXING } from '../indexService/completions.js';
 import type { QueueExchange } from './exchanges.js';
 import { OUTBOX_CHANNEL } from './outbox.js';
 import type { OutboxReadPlan } from './outboxCursor.js';
+import { taskAsDefinedSql } from '../queue/taskRow.js';
 
 /**
  * The relay's statements on the outbox (migration 001), its deferred lane (outbox_deferred, migration 021) and its
@@ -27,8 +28,13 @@ export interface OutboxRow {
 
 /** The outbox's columns as OutboxRow has them. */
 export const OUTBOX_COLUMNS = 'id, message_id, exchange, routing_key, cc, payload, render';
-/** The deferred lane's rows as OutboxRow's columns (they are all rendered: no exchange, key or cc of their own). */
-export const DEFERRED_COLUMNS = `id, message_id, '' AS exchange, '' AS routing_key, '{}'::text[] AS cc, payload, render`;
+/**
+ * The deferred lane's rows as OutboxRow's columns, read FROM outbox_deferred (they are all rendered: no exchange, key
+ * or cc of their own). A row written without a payload (migration 029) gets its task's row as defined; one whose task
+ * is gone gets NULL, which cannot be rendered, so the relay sets it aside.
+ */
+export const DEFERRED_COLUMNS = `id, message_id, '' AS exchange, '' AS routing_key, '{}'::text[] AS cc,
+  COALESCE(payload, ${taskAsDefinedSql('outbox_deferred.task_id')}) AS payload, render`;
 
 /**
  * The first row of every read's answer (its id is NULL): what the read's snapshot saw, for the cursor
@@ -153,7 +159,8 @@ const DEAD_LETTER = `WITH o_dead AS (SELECT * FROM unnest($1::bigint[], $2::text
     SELECT 'outbox', o.id, o.message_id, o.exchange, o.routing_key, o.cc, o.payload, o.render, NULL, o.created, o_dead.reason
       FROM o JOIN o_dead USING (id)
     UNION ALL
-    SELECT 'deferred', d.id, d.message_id, '', '', '{}', d.payload, d.render, d.task_id, d.created, d_dead.reason
+    SELECT 'deferred', d.id, d.message_id, '', '', '{}', COALESCE(d.payload, ${taskAsDefinedSql('d.task_id')}, 'null'), d.render,
+           d.task_id, d.created, d_dead.reason
       FROM d JOIN d_dead USING (id)) moved(lane, source_id)
   -- the order they were to be published in (a deferred row goes ahead of the outbox's): dead letters' ids keep it
   ORDER BY lane = 'outbox', source_id

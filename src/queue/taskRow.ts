@@ -41,6 +41,17 @@ export const TASK_COLUMNS = `task_id, task_group_id, scheduler_id, provisioner_i
   ARRAY(SELECT jsonb_array_elements_text(definition->'routes')) AS routes, definition->'tags' AS tags,
   coalesce(definition->>'projectId', 'none') AS project_id`;
 
+/**
+ * SQL: the outbox payload `{row}` of the task-defined message of the task `taskIdSql` names (a column of the
+ * enclosing query), rendered from its row as it was defined: unscheduled, no runs, every retry left. A graph's tasks
+ * are stored so and nothing else of the snapshot changes later (the routing a submit corrects is corrected before
+ * it commits), so the relay renders it when it publishes instead of the submit storing a copy of each row
+ * (src/scheduler/announceDefined.ts). NULL once the task is gone.
+ */
+export const taskAsDefinedSql = (taskIdSql: string) => `(SELECT jsonb_build_object('row', to_jsonb(c) ||
+    jsonb_build_object('state', 'unscheduled', 'runs', '[]'::jsonb, 'retries_left', c.retries, 'taken_until', NULL))
+  FROM (SELECT ${TASK_COLUMNS} FROM tasks WHERE tasks.task_id = ${taskIdSql}) c)`;
+
 export interface TaskStatus {
   taskId: string;
   provisionerId: string;

@@ -142,8 +142,8 @@ export function memberNodesInsert(taskGraphId: string, nodes: MemberNodeRow[], f
   return {
     sql: `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label, requires, requires_mode, reruns, reruns_left)
          SELECT $${first}, r.idx, r.task_id, true, r.label,
-                ARRAY(SELECT jsonb_array_elements_text(r.requires)::int), r.requires_mode, r.reruns, r.reruns
-         FROM jsonb_to_recordset($${first + 1}::jsonb) AS r(idx int, task_id text, label text, requires jsonb, requires_mode smallint, reruns int)`,
+                r.requires, r.requires_mode, r.reruns, r.reruns
+         FROM jsonb_to_recordset($${first + 1}::jsonb) AS r(idx int, task_id text, label text, requires int[], requires_mode smallint, reruns int)`,
     params: [taskGraphId, JSON.stringify(nodes.map((n) => ({ idx: n.idx, task_id: n.taskId, label: n.label, requires: n.requires, requires_mode: n.requiresMode, reruns: n.reruns })))],
   };
 }
@@ -283,8 +283,8 @@ export async function joinQueueTasks(client: pg.PoolClient, taskGraphId: string,
   await client.query(
     `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label, requires, requires_mode)
      SELECT $1, r.idx, r.task_id, r.member, CASE WHEN r.member THEN r.task_id END,
-            ARRAY(SELECT jsonb_array_elements_text(r.requires)::int), r.requires_mode
-     FROM jsonb_to_recordset($2::jsonb) AS r(idx int, task_id text, member boolean, requires jsonb, requires_mode smallint)`,
+            r.requires, r.requires_mode
+     FROM jsonb_to_recordset($2::jsonb) AS r(idx int, task_id text, member boolean, requires int[], requires_mode smallint)`,
     [taskGraphId, JSON.stringify(rows)],
   );
   await client.query(

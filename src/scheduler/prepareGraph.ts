@@ -8,9 +8,20 @@ const SUBS_PATTERN = /^taskId:(.+)$/;
 const LABEL = new RegExp(LABEL_PATTERN);
 const TASK_ROUTING_PATTERN = /^[A-Za-z0-9_-]{0,10}$/;
 
-/** Replaces every `{"$subs": "taskId:<label>"}` with that label's taskId; records malformed ones. */
+/**
+ * Replaces every `{"$subs": "taskId:<label>"}` with that label's taskId; records malformed ones. A part without any
+ * `$subs` is returned as it is, not copied: validateTaskDefinition copies the whole definition anyway.
+ */
 export function substitute(value: unknown, taskIdOf: (label: string) => string, errors: string[]): unknown {
-  if (Array.isArray(value)) return value.map((v) => substitute(v, taskIdOf, errors));
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item = substitute(value[i], taskIdOf, errors);
+      if (copy === undefined && item !== value[i]) copy = value.slice(0, i);
+      copy?.push(item);
+    }
+    return copy ?? value;
+  }
   if (value === null || typeof value !== 'object') return value;
   const record = value as Record<string, unknown>;
   if ('$subs' in record) {
@@ -28,8 +39,16 @@ export function substitute(value: unknown, taskIdOf: (label: string) => string, 
     }
     return taskIdOf(match[1]);
   }
+  const entries = Object.entries(record);
+  let copy: [string, unknown][] | undefined;
+  for (let i = 0; i < entries.length; i++) {
+    const [key, field] = entries[i];
+    const item = substitute(field, taskIdOf, errors);
+    if (copy === undefined && item !== field) copy = entries.slice(0, i);
+    copy?.push([key, item]);
+  }
   // fromEntries defines own properties: assigning would turn a payload's own "__proto__" key into a prototype
-  return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, substitute(v, taskIdOf, errors)]));
+  return copy === undefined ? record : Object.fromEntries(copy);
 }
 
 /**

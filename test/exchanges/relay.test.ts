@@ -355,7 +355,7 @@ test("a graph's task-defined messages wait in the deferred lane; a later message
   // 1,200 tasks whose task-defined messages are in the deferred lane, as a graph's submit leaves them
   const taskIds = await insertPendingTasks(db.pool, 1200, `lane-${randomBytes(3).toString('hex')}`);
   await db.pool.query('DELETE FROM outbox');
-  await db.pool.query(deferredDefinedInsert(`SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = ANY($1) ORDER BY array_position($1, task_id)`), [taskIds]);
+  await db.pool.query(deferredDefinedInsert('SELECT task_id FROM unnest($1::text[]) AS task_id'), [taskIds]);
   // then two later messages, of tasks whose task-defined messages lie deep in the lane: a claim's (a row written
   // for rendering) and one written whole
   const claimed = await claimPending(db.pool, config, testIssuer(), { provisionerId: 'tgs-test', workerType: (await loadTask(db.pool, taskIds[0]))!.worker_type, workerGroup: 'g', workerId: 'w', count: 1 });
@@ -384,7 +384,7 @@ test("a graph's task-defined messages wait in the deferred lane; a later message
   await eventually(async () => got.length === 1202 && (await outboxCount()) === 0, 'every message published', 30_000);
   // a lane row whose NOTIFY never came (written without one) still goes out: the relay looks at the lane after a
   // second without any NOTIFY
-  await db.pool.query(deferredDefinedInsert(`SELECT ${TASK_COLUMNS} FROM tasks WHERE task_id = $1`), [taskIds[5]]);
+  await db.pool.query(deferredDefinedInsert('SELECT $1::text AS task_id'), [taskIds[5]]);
   const definedOf = (taskId: string) => got.filter((m) => m.exchange.endsWith('task-defined') && m.taskId === taskId).length;
   await eventually(async () => definedOf(taskIds[5]) === 2, 'the lane read without its NOTIFY', 10_000);
   await relay.stop();
@@ -396,6 +396,48 @@ test("a graph's task-defined messages wait in the deferred lane; a later message
   // and every task's task-defined message went out once
   const defined = got.slice(0, 1202).filter((m) => m.exchange.endsWith('task-defined')).map((m) => m.taskId);
   assert.deepEqual([...defined].sort(), [...taskIds].sort());
+});
+
+test("the deferred lane's task-defined message shows the task as defined, however far it got since; a task gone is set aside", async (t) => {
+  const workerType = `as-defined-${randomBytes(3).toString('hex')}`;
+  const taskIds = await insertPendingTasks(db.pool, 3, workerType);
+  await db.pool.query('DELETE FROM outbox');
+  await db.pool.query(deferredDefinedInsert('SELECT task_id FROM unnest($1::text[]) AS task_id'), [taskIds]);
+  // after the submit: one task claimed (running, a run, no longer unscheduled), one deleted (as an expiry would)
+  const claimed = await claimPending(db.pool, config, testIssuer(), { provisionerId: 'tgs-test', workerType, workerGroup: 'g', workerId: 'w', count: 1 });
+  const moved = claimed[0].status.taskId;
+  const [gone, pendingOnly] = taskIds.filter((id) => id !== moved);
+  await db.pool.query('DELETE FROM tasks WHERE task_id = $1', [gone]);
+  await db.pool.query(`UPDATE tasks SET retries_left = 0 WHERE task_id = $1`, [pendingOnly]);
+
+  const queue = `${config.exchangePrefix}relay-as-defined-test`;
+  const conn = await amqp.connect(config.amqpUrl);
+  t.after(() => conn.close().catch(() => undefined));
+  const ch = await conn.createChannel();
+  await ch.assertQueue(queue, { exclusive: true });
+  const exchange = queueExchangeName(config.exchangePrefix, 'task-defined');
+  await ch.assertExchange(exchange, 'topic', { durable: true });
+  await ch.bindQueue(queue, exchange, '#');
+  const got: Array<{ messageId: string; status: { taskId: string; state: string; runs: unknown[]; retriesLeft: number } }> = [];
+  await ch.consume(queue, (m) => {
+    if (m) got.push({ messageId: m.properties.messageId as string, status: JSON.parse(m.content.toString()).status });
+  }, { noAck: true });
+  t.after(() => db.pool.query('DELETE FROM outbox_dead_letters'));
+  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined }));
+  await eventually(async () => got.length === 2 && relay.stats.deadLettered === 1 && (await countOutbox(db.pool)) === 0, 'two published, one set aside', 15_000);
+  await relay.stop();
+  const retries = (await loadTask(db.pool, moved))!.retries;
+  for (const taskId of [moved, pendingOnly]) {
+    const message = got.find((m) => m.status.taskId === taskId);
+    assert.ok(message, `${taskId}'s task-defined message published`);
+    assert.equal(message.messageId, `${taskId}/_/task-defined/0`);
+    assert.equal(message.status.state, 'unscheduled');
+    assert.deepEqual(message.status.runs, []);
+    assert.equal(message.status.retriesLeft, retries);
+  }
+  const dead = await deadLetters(db.pool);
+  assert.deepEqual(dead.map((d) => [d.lane, d.task_id, d.payload]), [['deferred', gone, null]]);
+  assert.match(dead[0].reason, /^cannot be rendered as a task-defined message: /);
 });
 
 /** The rows of outbox_dead_letters, in order. */

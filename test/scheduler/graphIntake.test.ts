@@ -10,6 +10,7 @@ import { graphHash } from '../../src/scheduler/graphHash.js';
 import { GraphIntake, INTAKE_CHUNK, readGraphBody } from '../../src/scheduler/graphIntake.js';
 import { TASK_BODY_LIMIT } from '../../src/api/bodyLimits.js';
 import { databaseCounts } from '../helpers/dbState.js';
+import { DEFERRED_COLUMNS } from '../../src/exchanges/outboxStore.js';
 
 // The streamed intake: nodes validated and written in chunks as the body arrives. No Temporal here (a create
 // through the API stores the graph and then answers 503); the direct calls cover what is stored.
@@ -78,7 +79,8 @@ test('a graph larger than a chunk, naming labels before they are defined, with i
     assert.equal(task.definition.payload.ref, taskIdOf.get(`n${(i + n / 2) % n}`));
   }
   const { rows: messages } = await t.db.pool.query<{ routing: string; message_id: string }>(
-    `SELECT payload->'row'->>'routing' AS routing, message_id FROM outbox_deferred WHERE render = 'task-defined' AND payload->'row'->>'task_group_id' = $1`,
+    `SELECT payload->'row'->>'routing' AS routing, message_id FROM (SELECT ${DEFERRED_COLUMNS} FROM outbox_deferred) d
+     WHERE render = 'task-defined' AND payload->'row'->>'task_group_id' = $1`,
     [id],
   );
   assert.equal(messages.length, n, 'one task-defined message a task');

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../../src/config.js';
-import { prepareNode } from '../../src/scheduler/prepareGraph.js';
+import { prepareNode, substitute } from '../../src/scheduler/prepareGraph.js';
 import { withTaskDefaults } from '../../src/cli/graphFile.js';
 
 const task = (payload: unknown) => ({
@@ -56,6 +56,29 @@ test('a node is validated on its own copy: the graph as given is left as it was,
   assert.ok('definition' in second);
   assert.notEqual(second.definition.payload, first.definition.payload);
   assert.deepEqual(second.definition, first.definition);
+});
+
+test('a node without any $subs is not copied by the substitution, and still validated on a copy of its own', () => {
+  const node = { requires: [], reruns: 0, task: task({ nested: { a: [1, { b: 'c' }] }, list: [[]] }) };
+  const given = JSON.stringify(node);
+  const seen: unknown[] = [];
+  assert.equal(substitute(node.task, (label) => { seen.push(label); return ''; }, []), node.task);
+  assert.deepEqual(seen, []);
+  const prepared = prepareNode({
+    config: loadConfig({}), taskGraphId: 'MsnEZT30SZylVJzK3pRaDg', graphRouting: 'r', label: 'a', node, taskId: 'AAAAAAAAQAqAAAAAAAAAAA',
+    taskIdOf: () => 'PRvFxk4ZQpuq3Tn4MGyW9A', onSubs: () => undefined, now: new Date('2030-01-01T00:00:00Z'),
+  });
+  assert.ok('definition' in prepared, JSON.stringify(prepared));
+  assert.notEqual(prepared.definition.payload, node.task.payload);
+  (prepared.definition.payload as { nested: { a: unknown[] } }).nested.a.push('changed');
+  assert.equal(JSON.stringify(node), given);
+  // one $subs deep in an array copies the containers on its way only
+  const mixed = { keep: { x: 1 }, list: [{ y: 2 }, { $subs: 'taskId:b' }] };
+  const out = substitute(mixed, () => 'PRvFxk4ZQpuq3Tn4MGyW9A', []) as typeof mixed;
+  assert.deepEqual(out, { keep: { x: 1 }, list: [{ y: 2 }, 'PRvFxk4ZQpuq3Tn4MGyW9A'] });
+  assert.equal(out.keep, mixed.keep);
+  assert.notEqual(out.list, mixed.list);
+  assert.deepEqual(mixed.list[1], { $subs: 'taskId:b' });
 });
 
 test('dates are read and written the same for every task that shares them, and an unreadable one is refused each time', () => {
