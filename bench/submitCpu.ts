@@ -1,7 +1,8 @@
 // The CPU of one graph submit, split between the intake (this process) and the Postgres backend that writes it:
 // a layered graph (layers × 1,000 tasks, fan-in 4, the scale scenario's shape) streamed through the API's JSON
 // member reader into createTaskGraph, in a fresh database, no workflow. `node --import tsx bench/submitCpu.ts
-// [layers] [rounds]` (default 20, 3); add `--cpu-prof` to node for a profile of the intake.
+// [layers] [rounds]` (default 20, 3); add `--cpu-prof` to node for a profile of the intake. Also prints the WAL the
+// submit wrote (pg_current_wal_lsn), which the checkpointer and the WAL writer pay for beyond the backend.
 import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import slugid from 'slugid';
@@ -24,6 +25,7 @@ try {
   for (let round = 0; round < rounds; round++) {
     const { graph } = layeredGraph(layers, 1000, 'submitcpu', 4);
     const bytes = Buffer.from(JSON.stringify(graph));
+    const walBefore = (await db.pool.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0].lsn;
     const pids = await backends();
     const pgBefore = new Map(pids.map((p) => [p, ticks(p)]));
     const cpu0 = process.cpuUsage();
@@ -38,7 +40,11 @@ try {
     let pgMs = 0;
     for (const p of await backends()) pgMs += ticks(p) - (pgBefore.get(p) ?? 0);
     const tasks = layers * 1000;
-    console.log(JSON.stringify({ tasks: n, wall_s: +(wall / 1000).toFixed(2), intake_ms_per_task: +((cpu.user + cpu.system) / 1000 / tasks).toFixed(4), postgres_ms_per_task: +(pgMs / tasks).toFixed(4) }));
+    const walBytes = Number((await db.pool.query<{ bytes: string }>('SELECT pg_current_wal_lsn() - $1::pg_lsn AS bytes', [walBefore])).rows[0].bytes);
+    console.log(JSON.stringify({
+      tasks: n, wall_s: +(wall / 1000).toFixed(2), intake_ms_per_task: +((cpu.user + cpu.system) / 1000 / tasks).toFixed(4),
+      postgres_ms_per_task: +(pgMs / tasks).toFixed(4), wal_bytes_per_task: Math.round(walBytes / tasks),
+    }));
   }
 } finally {
   await db.drop();

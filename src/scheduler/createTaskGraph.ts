@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import slugid from 'slugid';
 import type { Config } from '../config.js';
 import { withTransaction } from '../db/pool.js';
 import { TgsError } from '../errors.js';
@@ -9,6 +8,7 @@ import { announceDefined } from './announceDefined.js';
 import { graphEnvelopeSchema } from './graphSchema.js';
 import { GraphIntake, readGraphBody, type LabelledTask } from './graphIntake.js';
 import { graphHash } from './graphHash.js';
+import { graphTaskIds } from './graphTaskIds.js';
 import { bodyMembers, type GraphBody } from './bodyMembers.js';
 import { getGraph, setNodeCounts, type GraphRow } from './graphStore.js';
 import type { CacheMode } from '../taskCache/spec.js';
@@ -95,7 +95,7 @@ export async function createTaskGraph(
         await intake.flush(client);
       };
       const check = (partial: Record<string, unknown>) => validateInput(graphEnvelopeSchema, { ...partial });
-      const { envelope: raw, tasksSeen } = await readGraphBody(members, intake, () => slugid.nice(), writeChunk, check);
+      const { envelope: raw, tasksSeen } = await readGraphBody(members, intake, graphTaskIds(), writeChunk, check);
       const envelope = validateInput<GraphEnvelope>(graphEnvelopeSchema, raw);
       if (!tasksSeen) throw new TgsError('InputValidationError', "Input does not match the schema:\nbody must have required property 'tasks'");
       intake.finish(envelope.scopes);

@@ -1,11 +1,11 @@
 import type pg from 'pg';
-import slugid from 'slugid';
 import type { Config } from '../config.js';
 import { withTransaction } from '../db/pool.js';
 import { TgsError } from '../errors.js';
 import type { ScopeExpression } from '../auth/scopes.js';
 import { announceDefined } from './announceDefined.js';
 import { GraphIntake, readGraphBody, type LabelledTask } from './graphIntake.js';
+import { graphTaskIds } from './graphTaskIds.js';
 import { bodyMembers, type GraphBody } from './bodyMembers.js';
 import { getGraph, memberIndex, setNodeCounts, type GraphRow } from './graphStore.js';
 
@@ -41,7 +41,7 @@ export async function extendTaskGraph(
       const unknown = Object.keys(envelope)[0];
       if (unknown !== undefined) throw new TgsError('InputValidationError', `Input does not match the schema:\nbody has unknown property ${JSON.stringify(unknown.slice(0, 100))}`);
     };
-    const { tasksSeen } = await readGraphBody(members, intake, () => slugid.nice(), () => intake.flush(client), onlyTasks);
+    const { tasksSeen } = await readGraphBody(members, intake, graphTaskIds(), () => intake.flush(client), onlyTasks);
     if (!tasksSeen) throw new TgsError('InputValidationError', "Input does not match the schema:\nbody must have required property 'tasks'");
     // the graph's declared scopes bound what its tasks may use, as at create
     intake.finish(graph.scopes);
