@@ -10,7 +10,7 @@ const CHUNK = 5000;
  * taskMessage gives a task-defined message: the task has no run yet); the relay renders the message from the task's
  * row as it was defined (taskAsDefinedSql, src/queue/taskRow.ts) when it publishes it. Storing a copy of each row
  * instead cost a 20,000-task graph's submit a tenth of its Postgres CPU and of its time (bench/submitCpu.ts,
- * alternated runs: 0.100-0.111 ms of Postgres CPU a task and 2.86-2.99 s against 0.092-0.094 ms and 2.56-2.65 s).
+ * alternated runs: 0.100-0.111 ms of Postgres CPU a task and 2.82-2.99 s against 0.092-0.094 ms and 2.56-2.65 s).
  */
 export const deferredDefinedInsert = (taskIds: string) => `INSERT INTO outbox_deferred (task_id, message_id, render)
   SELECT c.task_id, c.task_id || '/_/task-defined/0', 'task-defined' FROM (${taskIds}) c`;
