@@ -5,7 +5,7 @@ import { readdirSync, readFileSync } from 'node:fs';
  * Processes that exit between two snapshots lose their share (pool connections and the services live
  * through a scenario, so little is missed).
  */
-export type CpuSnapshot = Map<number, { group: string; ticks: number }>;
+export type CpuSnapshot = Map<number, { group: string; ticks: number; role?: string }>;
 
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
@@ -25,6 +25,24 @@ function groupOf(pid: number, names: Map<number, string>): string | undefined {
   return undefined;
 }
 
+/**
+ * What a Postgres process does, from its title: the postmaster (whose cutime holds its children that ended: closed
+ * connections and autovacuum workers), a client's backend, autovacuum, or the WAL's writers (the WAL writer, the
+ * checkpointer, the background writer).
+ */
+function postgresRole(pid: number): string {
+  let cmdline: string;
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+  } catch {
+    return 'backends';
+  }
+  if (!cmdline.startsWith('postgres:')) return 'ended (postmaster)';
+  if (/autovacuum/.test(cmdline)) return 'autovacuum';
+  if (/walwriter|checkpointer|background writer/.test(cmdline)) return 'WAL and checkpoints';
+  return 'backends';
+}
+
 export function cpuSnapshot(names: Map<number, string>): CpuSnapshot {
   const snapshot: CpuSnapshot = new Map();
   for (const entry of readdirSync('/proc')) {
@@ -39,7 +57,7 @@ export function cpuSnapshot(names: Map<number, string>): CpuSnapshot {
       // scenario, and their CPU was missing (a 10k graph's run kept both cores busy while the processes counted
       // added up to 61 % of them)
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      snapshot.set(pid, { group, ticks: Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]) });
+      snapshot.set(pid, { group, ticks: Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]), role: group === 'postgres' ? postgresRole(pid) : undefined });
     } catch {
       // exited meanwhile
     }
@@ -67,4 +85,70 @@ export function cpuSince(before: CpuSnapshot, after: CpuSnapshot, units = 1): Re
   }
   result.total = Math.round((sum / units) * 100) / 100;
   return result;
+}
+
+/**
+ * Watches Postgres' processes every 250 ms until stopped: the last CPU seen of each, by its role. A process that ends
+ * between two snapshots (a connection closed, an autovacuum worker done) leaves only its parent's cutime; what the
+ * watch saw of it says what it was. Reads only /proc/<pid>/stat of every process (and a new Postgres process's title
+ * once): about a millisecond a look.
+ */
+export function watchPostgres(): { stop(): Map<number, { role: string; ticks: number }> } {
+  const seen = new Map<number, { role: string; ticks: number }>();
+  const look = () => {
+    for (const entry of readdirSync('/proc')) {
+      const pid = Number(entry);
+      if (!Number.isInteger(pid)) continue;
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        if (!stat.includes('(postgres)')) continue;
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const ticks = Number(fields[11]) + Number(fields[12]);
+        const known = seen.get(pid);
+        if (known) known.ticks = ticks;
+        else seen.set(pid, { role: postgresRole(pid), ticks });
+      } catch {
+        // exited meanwhile
+      }
+    }
+  };
+  look();
+  const timer = setInterval(look, 250);
+  return {
+    stop() {
+      clearInterval(timer);
+      look();
+      return seen;
+    },
+  };
+}
+
+/**
+ * Postgres' CPU milliseconds per unit between two snapshots, by what its processes do (postgresRole). A process that
+ * ended in between counts for its role with what `watched` last saw of it (watchPostgres); the rest of the
+ * postmaster's cutime stays "ended (postmaster)".
+ */
+export function postgresCpuSince(before: CpuSnapshot, after: CpuSnapshot, units = 1, watched?: Map<number, { role: string; ticks: number }>): Record<string, number> {
+  const only = (snapshot: CpuSnapshot) => {
+    const out: CpuSnapshot = new Map();
+    for (const [pid, p] of snapshot) if (p.group === 'postgres') out.set(pid, { ...p, group: p.role ?? 'backends' });
+    return out;
+  };
+  const result = cpuSince(only(before), only(after), 1);
+  delete result.total;
+  for (const [pid, { role, ticks }] of watched ?? []) {
+    if (after.has(pid) || role === 'ended (postmaster)') continue;
+    // its whole life: the postmaster's cutime holds that much of it, and cpuSince already took off what `before` saw
+    const ms = (ticks * 1000) / TICKS_PER_SECOND;
+    result[role] = (result[role] ?? 0) + ms;
+    result['ended (postmaster)'] = (result['ended (postmaster)'] ?? 0) - ms;
+  }
+  const perUnit: Record<string, number> = {};
+  let sum = 0;
+  for (const [role, ms] of Object.entries(result).sort((a, b) => b[1] - a[1])) {
+    perUnit[role] = Math.round((ms / units) * 100) / 100;
+    sum += ms;
+  }
+  perUnit.total = Math.round((sum / units) * 100) / 100;
+  return perUnit;
 }

@@ -1,5 +1,5 @@
 import { layeredGraph } from '../../support/graphs.js';
-import { cpuSince, cpuSnapshot, type CpuSnapshot } from '../cpu.js';
+import { cpuSince, cpuSnapshot, postgresCpuSince, watchPostgres, type CpuSnapshot } from '../cpu.js';
 import { graphRun } from '../graphRun.js';
 import type { BenchStack, Sizes } from '../scenario.js';
 
@@ -24,12 +24,16 @@ export async function run(stack: BenchStack, sizes: Sizes) {
   let submitRss: Record<string, number> = {};
   const cpuBefore = cpuSnapshot(stack.processNames());
   let cpuSubmitted: CpuSnapshot = cpuBefore;
+  const watch = watchPostgres();
+  let watched: ReturnType<typeof watch.stop> | undefined;
   const graphRunResult = await graphRun(stack, graph, 16, 'scale', {
     onSubmitted: () => {
       submitRss = stack.maxRssMb();
       cpuSubmitted = cpuSnapshot(stack.processNames());
+      watched = watch.stop();
     },
   });
+  watched ??= watch.stop();
   const cpuAfter = cpuSnapshot(stack.processNames());
   const history = await historyStats(stack, graphRunResult.id);
   return {
@@ -40,6 +44,8 @@ export async function run(stack: BenchStack, sizes: Sizes) {
     // CPU per task of the whole run (as the throughput scenario's), and of the submit alone: what grows with the graph
     cpu_ms_per_task: cpuSince(cpuBefore, cpuAfter, tasks),
     cpu_ms_per_task_submit: cpuSince(cpuBefore, cpuSubmitted, tasks),
+    // Postgres' share of it by what its processes do: the submit's own statements, or the WAL and autovacuum they cause
+    cpu_ms_per_task_submit_postgres: postgresCpuSince(cpuBefore, cpuSubmitted, tasks, watched),
     continue_as_new: history.continueAsNew, max_history_events: history.maxEvents, max_history_bytes: history.maxBytes,
   };
 }
