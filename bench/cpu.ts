@@ -77,6 +77,11 @@ export function cpuSince(before: CpuSnapshot, after: CpuSnapshot, units = 1): Re
   for (const [pid, { group, ticks }] of before) {
     if (!after.has(pid)) totals[group] = (totals[group] ?? 0) - (ticks * 1000) / TICKS_PER_SECOND;
   }
+  return perUnit(totals, units);
+}
+
+/** Milliseconds by group as per unit, rounded, largest first, with their total. */
+function perUnit(totals: Record<string, number>, units: number): Record<string, number> {
   const result: Record<string, number> = {};
   let sum = 0;
   for (const [group, ms] of Object.entries(totals).sort((a, b) => b[1] - a[1])) {
@@ -143,12 +148,5 @@ export function postgresCpuSince(before: CpuSnapshot, after: CpuSnapshot, units 
     result[role] = (result[role] ?? 0) + ms;
     result['ended (postmaster)'] = (result['ended (postmaster)'] ?? 0) - ms;
   }
-  const perUnit: Record<string, number> = {};
-  let sum = 0;
-  for (const [role, ms] of Object.entries(result).sort((a, b) => b[1] - a[1])) {
-    perUnit[role] = Math.round((ms / units) * 100) / 100;
-    sum += ms;
-  }
-  perUnit.total = Math.round((sum / units) * 100) / 100;
-  return perUnit;
+  return perUnit(result, units);
 }
