@@ -9,19 +9,22 @@ export type CpuSnapshot = Map<number, { group: string; ticks: number; role?: str
 
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
-function groupOf(pid: number, names: Map<number, string>): string | undefined {
+const cmdlineOf = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+
+/** The group a process is counted in, and for Postgres' processes what each does (postgresRole). */
+function classify(pid: number, names: Map<number, string>): { group: string; role?: string } | undefined {
   const named = names.get(pid);
-  if (named) return named;
+  if (named) return { group: named };
   let cmdline: string;
   try {
-    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
+    cmdline = cmdlineOf(pid);
   } catch {
     return undefined;
   }
   // the backends (`postgres: 15/main: …`) and the postmaster, whose cutime holds the backends that ended
-  if (/^postgres/.test(cmdline) || /\/bin\/postgres /.test(cmdline)) return 'postgres';
-  if (/beam\.smp/.test(cmdline) && /rabbit/.test(cmdline)) return 'rabbitmq';
-  if (/temporal.* server start-dev/.test(cmdline)) return 'temporal';
+  if (/^postgres/.test(cmdline) || /\/bin\/postgres /.test(cmdline)) return { group: 'postgres', role: postgresRole(cmdline) };
+  if (/beam\.smp/.test(cmdline) && /rabbit/.test(cmdline)) return { group: 'rabbitmq' };
+  if (/temporal.* server start-dev/.test(cmdline)) return { group: 'temporal' };
   return undefined;
 }
 
@@ -30,37 +33,44 @@ function groupOf(pid: number, names: Map<number, string>): string | undefined {
  * connections and autovacuum workers), a client's backend, autovacuum, or the WAL's writers (the WAL writer, the
  * checkpointer, the background writer).
  */
-function postgresRole(pid: number): string {
-  let cmdline: string;
-  try {
-    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
-  } catch {
-    return 'backends';
-  }
+function postgresRole(cmdline: string): string {
   if (!cmdline.startsWith('postgres:')) return 'ended (postmaster)';
   if (/autovacuum/.test(cmdline)) return 'autovacuum';
   if (/walwriter|checkpointer|background writer/.test(cmdline)) return 'WAL and checkpoints';
   return 'backends';
 }
 
+/**
+ * A process's /proc/<pid>/stat: its command name, and the fields after it (utime and stime are fields 14 and 15 of
+ * the file, [11] and [12] here; cutime and cstime, what its children that ended used, [13] and [14]). Undefined once
+ * it has exited.
+ */
+function procStat(pid: number): { comm: string; fields: string[] } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const close = stat.lastIndexOf(')');
+    return { comm: stat.slice(stat.indexOf('(') + 1, close), fields: stat.slice(close + 2).split(' ') };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The pids of every process now. */
+function pids(): number[] {
+  return readdirSync('/proc').map(Number).filter(Number.isInteger);
+}
+
 export function cpuSnapshot(names: Map<number, string>): CpuSnapshot {
   const snapshot: CpuSnapshot = new Map();
-  for (const entry of readdirSync('/proc')) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid)) continue;
-    const group = groupOf(pid, names);
-    if (!group) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      // fields after the parenthesised command name; utime and stime are fields 14 and 15, and cutime and cstime (16,
-      // 17) what its children that ended used: Postgres' autovacuum workers and closed connections end during a
-      // scenario, and their CPU was missing (a 10k graph's run kept both cores busy while the processes counted
-      // added up to 61 % of them)
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      snapshot.set(pid, { group, ticks: Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]), role: group === 'postgres' ? postgresRole(pid) : undefined });
-    } catch {
-      // exited meanwhile
-    }
+  for (const pid of pids()) {
+    const kind = classify(pid, names);
+    if (!kind) continue;
+    const stat = procStat(pid);
+    if (!stat) continue;
+    // with cutime and cstime: Postgres' autovacuum workers and closed connections end during a scenario, and their
+    // CPU was missing (a 10k graph's run kept both cores busy while the processes counted added up to 61 % of them)
+    const { fields } = stat;
+    snapshot.set(pid, { ...kind, ticks: Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]) });
   }
   return snapshot;
 }
@@ -101,19 +111,18 @@ function perUnit(totals: Record<string, number>, units: number): Record<string, 
 export function watchPostgres(): { stop(): Map<number, { role: string; ticks: number }> } {
   const seen = new Map<number, { role: string; ticks: number }>();
   const look = () => {
-    for (const entry of readdirSync('/proc')) {
-      const pid = Number(entry);
-      if (!Number.isInteger(pid)) continue;
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        if (!stat.includes('(postgres)')) continue;
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        const ticks = Number(fields[11]) + Number(fields[12]);
-        const known = seen.get(pid);
-        if (known) known.ticks = ticks;
-        else seen.set(pid, { role: postgresRole(pid), ticks });
-      } catch {
-        // exited meanwhile
+    for (const pid of pids()) {
+      const stat = procStat(pid);
+      if (stat?.comm !== 'postgres') continue;
+      const ticks = Number(stat.fields[11]) + Number(stat.fields[12]);
+      const known = seen.get(pid);
+      if (known) known.ticks = ticks;
+      else {
+        try {
+          seen.set(pid, { role: postgresRole(cmdlineOf(pid)), ticks });
+        } catch {
+          // exited meanwhile
+        }
       }
     }
   };
