@@ -8,7 +8,7 @@ import { isPgliteUrl } from './pglite.js';
 export const migrationsDir = fileURLToPath(new URL('../../src/sql/', import.meta.url));
 
 // An arbitrary constant: every tgs process takes this advisory lock before migrating.
-const MIGRATION_LOCK = 7_471_020_231;
+export const MIGRATION_LOCK = 7_471_020_231;
 
 export interface Migration {
   id: number;

@@ -72,14 +72,16 @@ async function finishedLog(taskId: string): Promise<{ state: string; log: string
 
 /**
  * A task that tries the three ways to the worker's credentials: its process environment, its credentials file,
- * and tgs dev's data directory (root token file, listing). Each attempt prints READ or DENIED.
+ * and tgs dev's data directory (root token file, listing). Each attempt prints READ or DENIED on a line of its own:
+ * the errors go to stdout too, because the log interleaves the two pipes as their chunks arrive (a stderr chunk once
+ * landed in front of a DENIED line).
  */
 function stealingTask(workerPid: number, credentialsFile: string, dataDir: string) {
   const attempts = [`/proc/${workerPid}/environ`, credentialsFile, path.join(dataDir, 'root-access-token')]
-    .map((f) => `if cat '${f}'; then echo; echo 'READ ${f}'; else echo 'DENIED ${f}'; fi`)
+    .map((f) => `if cat '${f}' 2>&1; then echo; echo 'READ ${f}'; else echo 'DENIED ${f}'; fi`)
     .join('; ');
   return {
-    command: `${attempts}; if ls '${dataDir}'; then echo 'READ ${dataDir}'; else echo 'DENIED ${dataDir}'; fi; echo "uid=$(id -u) home=$HOME owner=$(stat -c %U .)"`,
+    command: `${attempts}; if ls '${dataDir}' 2>&1; then echo 'READ ${dataDir}'; else echo 'DENIED ${dataDir}'; fi; echo "uid=$(id -u) home=$HOME owner=$(stat -c %U .)"`,
     maxRunTime: 60,
   };
 }
