@@ -6,7 +6,12 @@ import { fastTask, graphOf } from '../../support/graphs.js';
 import { bundlerOptions } from '../../src/temporal/workflowBundle.js';
 import { createFloorActivities } from '../floor/activities.js';
 import { percentile } from '../stats.js';
+import { connectBus } from '../../src/exchanges/bus.js';
+import { queueExchangeName } from '../../src/exchanges/exchanges.js';
 import type { BenchStack, Sizes } from '../scenario.js';
+
+/** The wall clock to the microsecond (Date.now() has whole ms): the hop's parts are a few ms each. */
+const wallNow = () => performance.timeOrigin + performance.now();
 
 /** Per-hop time: reportCompleted answered for A → B claimed, over a chain of tasks. */
 async function chain(stack: BenchStack, sizes: Sizes) {
@@ -15,15 +20,30 @@ async function chain(stack: BenchStack, sizes: Sizes) {
   // wall-clock copies, to split each hop at the moment Temporal recorded the resolutions signal
   const claimedWall = new Map<string, number>();
   const reportedWall = new Map<string, number>();
+  // A second consumer of task-completed beside the bridge, on a classic queue of its own: when the relay published
+  // each message (its timestamp_in_ms header) and when RabbitMQ delivered it, to split report → signal further.
+  const publishedWall = new Map<string, number>();
+  const deliveredWall = new Map<string, number>();
+  const observer = await connectBus(stack.config.amqpUrl, { connectionName: 'bench-hop-observer' });
+  const observing = await observer.createChannel();
+  const { queue } = await observing.assertQueue('', { exclusive: true, autoDelete: true });
+  await observing.bindQueue(queue, queueExchangeName(stack.config.exchangePrefix, 'task-completed'), '#');
+  await observing.consume(queue, (msg) => {
+    if (!msg) return;
+    const taskId = (JSON.parse(msg.content.toString()) as { status: { taskId: string } }).status.taskId;
+    deliveredWall.set(taskId, wallNow());
+    const published = msg.properties.headers?.timestamp_in_ms;
+    if (typeof published === 'number') publishedWall.set(taskId, published);
+  }, { noAck: true });
   const worker = startFastWorker({
     rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'chain', concurrency: 2,
     onClaim: (t) => {
       claimedAt.set(t.taskId, performance.now());
-      claimedWall.set(t.taskId, Date.now());
+      claimedWall.set(t.taskId, wallNow());
     },
     onReport: (t) => {
       reportedAt.set(t.taskId, performance.now());
-      reportedWall.set(t.taskId, Date.now());
+      reportedWall.set(t.taskId, wallNow());
     },
   });
   const labels = Array.from({ length: sizes.chain }, (_, i) => `c${i}`);
@@ -34,6 +54,7 @@ async function chain(stack: BenchStack, sizes: Sizes) {
   const ids = new Map<string, string>(res.tasks.map((t: { label: string; taskId: string }) => [t.label, t.taskId]));
   await eventually(async () => (await stack.root.request('scheduler', 'GET', `/task-graph/${id}/status`)).status.state === 'finished', 'chain finished', 600_000);
   await worker.stop();
+  await observer.close();
   const hops: number[] = [];
   for (let i = 1; i < labels.length; i++) {
     hops.push((claimedAt.get(ids.get(labels[i]) as string) as number) - (reportedAt.get(ids.get(labels[i - 1]) as string) as number));
@@ -52,11 +73,21 @@ async function chain(stack: BenchStack, sizes: Sizes) {
   const fromSignal: number[] = [];
   const toPending: number[] = [];
   const pendingToClaim: number[] = [];
+  const toPublished: number[] = [];
+  const publishedToDelivered: number[] = [];
+  const deliveredToSignal: number[] = [];
   for (let i = 1; i < labels.length; i++) {
     const a = ids.get(labels[i - 1]) as string;
     const b = ids.get(labels[i]) as string;
+    const published = publishedWall.get(a);
+    const delivered = deliveredWall.get(a);
+    if (published !== undefined && delivered !== undefined) {
+      toPublished.push(published - (reportedWall.get(a) as number));
+      publishedToDelivered.push(delivered - published);
+    }
     const signal = signaledAt.get(a);
     if (signal === undefined) continue;
+    if (delivered !== undefined) deliveredToSignal.push(signal - delivered);
     toSignal.push(signal - (reportedWall.get(a) as number));
     fromSignal.push((claimedWall.get(b) as number) - signal);
     const pending = pendingAt.get(b);
@@ -64,7 +95,7 @@ async function chain(stack: BenchStack, sizes: Sizes) {
     toPending.push(pending - signal);
     pendingToClaim.push((claimedWall.get(b) as number) - pending);
   }
-  return { hops, toSignal, fromSignal, toPending, pendingToClaim };
+  return { hops, toSignal, fromSignal, toPending, pendingToClaim, toPublished, publishedToDelivered, deliveredToSignal };
 }
 
 /** When Temporal recorded each task's first resolutions signal, from the graph's workflow histories. */
@@ -76,7 +107,7 @@ async function resolutionSignalTimes(stack: BenchStack, taskGraphId: string): Pr
     for (const event of history.events ?? []) {
       const attrs = event.workflowExecutionSignaledEventAttributes;
       if (!attrs || attrs.signalName !== 'resolutions' || !event.eventTime) continue;
-      const at = Number(event.eventTime.seconds) * 1000 + Math.floor((event.eventTime.nanos ?? 0) / 1e6);
+      const at = Number(event.eventTime.seconds) * 1000 + (event.eventTime.nanos ?? 0) / 1e6;
       const payload = attrs.input?.payloads?.[0]?.data;
       if (!payload) continue;
       for (const r of JSON.parse(Buffer.from(payload).toString()) as { taskId: string }[]) {
@@ -184,7 +215,7 @@ async function cachedChain(stack: BenchStack, sizes: Sizes) {
 /** Hop latency over a chain of tasks, against the bare Temporal floor (regular and local activity) and the queue's floor. */
 export async function run(stack: BenchStack, sizes: Sizes) {
   stack.log(`hop: chain of ${sizes.chain}`);
-  const { hops, toSignal, fromSignal, toPending, pendingToClaim } = await chain(stack, sizes);
+  const { hops, toSignal, fromSignal, toPending, pendingToClaim, toPublished, publishedToDelivered, deliveredToSignal } = await chain(stack, sizes);
   stack.log('hop: floor (bare signal → activity → UPDATE)');
   const floor = await temporalFloor(stack, sizes, 'regular');
   const floorLocal = await temporalFloor(stack, sizes, 'local');
@@ -200,6 +231,10 @@ export async function run(stack: BenchStack, sizes: Sizes) {
     queue_floor_p50_ms: percentile(qf, 50), queue_floor_p99_ms: percentile(qf, 99),
     // the hop split at the resolutions signal (wall clock; same machine)
     report_to_signal_p50_ms: percentile(toSignal, 50), signal_to_claim_p50_ms: percentile(fromSignal, 50),
+    // report → signal split where the relay published (outbox, NOTIFY, the relay's read) and where RabbitMQ delivered
+    // the message to a classic queue beside the bridge's (the bridge's own queue is quorum by default)
+    report_to_published_p50_ms: percentile(toPublished, 50), published_to_delivered_p50_ms: percentile(publishedToDelivered, 50),
+    delivered_to_signal_p50_ms: percentile(deliveredToSignal, 50),
     // signal → claimed split at the moment the dispatch activity made the task pending (ms resolution)
     signal_to_pending_p50_ms: percentile(toPending, 50), pending_to_claim_p50_ms: percentile(pendingToClaim, 50),
     // ready → the dependent scheduled: a normal hop (completed → next pending) and a cache hit's (resolved → next resolved)

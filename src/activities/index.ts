@@ -12,7 +12,7 @@ import { TgsError } from '../errors.js';
 import type { DispatchItem } from '../workflows/graphModel.js';
 import { INVALID_TASK_GRAPH, type GraphMeta, type GraphState, type NodePage, type Resolution, type ResolvedState, type TaskGraphInput } from '../workflows/contract.js';
 import { isResolved } from '../taskStates.js';
-import { ensureQueueGraph, getGraph, memberTaskIds, graphMeta, joinQueueTasks, loadNodePage, recordGraphState, setRerunsLeft } from '../scheduler/graphStore.js';
+import { ensureQueueGraph, getGraph, memberTaskIds, dispatchMembers, graphMeta, joinQueueTasks, loadNodePage, recordGraphState, setRerunsLeft } from '../scheduler/graphStore.js';
 import { readyTasks } from '../queue/readiness.js';
 import { temporalGraphAuthorizer } from '../scheduler/temporalNativeAuth.js';
 import { graphMessage } from '../scheduler/messages.js';
@@ -119,13 +119,14 @@ export function createActivities(deps: ActivityDeps) {
       let becamePending: string[] = [];
       let hops: Parameters<typeof observeHops>[0] = [];
       await withTransaction(pool, async (client) => {
-        const members = await memberTaskIds(client, taskGraphId, taskIds);
+        const { members, cached } = await dispatchMembers(client, taskGraphId, taskIds);
         const wanted = items.filter((i) => i.kind === 'schedule').map((i) => i.taskId);
         const ready = await readyTasks(client, wanted.filter((id) => members.has(id)));
         const readyIds = wanted.filter((id) => ready.has(id));
         unready.push(...wanted.filter((id) => !ready.has(id)));
-        // cached nodes found in the cache are resolved from it instead (their resolutions come back below)
-        const fromCache = readyIds.length > 0 ? await resolveReadyFromCache(client, config, taskGraphId, readyIds, new Date()) : new Set<string>();
+        // cached nodes found in the cache are resolved from it instead (their resolutions come back below); it is
+        // given every ready task, as it locks them all in taskId order before the schedule does
+        const fromCache = readyIds.some((id) => cached.has(id)) ? await resolveReadyFromCache(client, config, taskGraphId, readyIds, new Date()) : new Set<string>();
         const toSchedule = fromCache.size > 0 ? readyIds.filter((id) => !fromCache.has(id)) : readyIds;
         if (toSchedule.length > 0) {
           const statuses = await scheduleTasks(client, config, toSchedule);

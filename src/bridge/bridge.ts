@@ -94,7 +94,8 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
   let batch: Pending[] = [];
   /** the channel the batch's messages came on (they are acked on it) */
   let channel: BusChannel | undefined;
-  let timer: NodeJS.Timeout | undefined;
+  /** the next flush, armed: cancels it */
+  let timer: (() => void) | undefined;
   let flushing: Promise<void> | undefined;
   const flushOutage = new OutageLog(log, 'bridge: Postgres/Temporal');
   const backoff = new SignalBackoff();
@@ -148,14 +149,19 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
     const resolutions = items.filter((p) => p.kind === 'resolution');
     const defined = items.filter((p) => p.kind === 'defined');
     if (resolutions.length > 0) {
-      const checked = confirmByStoredState(resolutions, await latestRuns(pool, [...new Set(resolutions.map((p) => p.taskId))]));
+      // The two reads at once, on two of the pool's sessions: who hears a task does not depend on its run's state, and
+      // the rows of tasks the check refuses are left out below. One round trip less before the signal.
+      const taskIds = [...new Set(resolutions.map((p) => p.taskId))];
+      const [runs, hearingAll] = await Promise.all([latestRuns(pool, taskIds), graphsHearing(pool, taskIds)]);
+      const checked = confirmByStoredState(resolutions, runs);
       stats.unknownTasks += checked.unknown.length;
       stats.disagreed += checked.disagreed.length;
       for (const p of checked.unknown) warnUnknown(p.taskId);
       for (const p of checked.disagreed) noteDisagreed(p.taskId);
       settle(ch, [...checked.unknown, ...checked.disagreed]);
       // Every graph that has the task as a node hears it: its own graph and graphs depending on it.
-      const hearing = await graphsHearing(pool, [...new Set(checked.confirmed.map((c) => c.msg.taskId))]);
+      const confirmedIds = new Set(checked.confirmed.map((c) => c.msg.taskId));
+      const hearing = hearingAll.filter((h) => confirmedIds.has(h.task_id));
       for (const s of resolutionSignals(checked.confirmed, hearing)) {
         sends.push(() =>
           run(s.key, s.msgs, async () => {
@@ -201,8 +207,8 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
   const scheduleFlush = (immediate: boolean) => {
     if (flushing) return;
     if (timer && !immediate) return;
-    if (timer) clearTimeout(timer);
-    timer = setTimeout(() => {
+    timer?.();
+    const start = () => {
       timer = undefined;
       const items = batch;
       batch = [];
@@ -213,7 +219,17 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
         flushing = undefined;
         if (batch.length > 0) scheduleFlush(batch.length >= maxBatch);
       });
-    }, immediate ? 0 : spacing.delay(Date.now()));
+    };
+    const delay = immediate ? 0 : spacing.delay(Date.now());
+    if (delay > 0) {
+      const t = setTimeout(start, delay);
+      timer = () => clearTimeout(t);
+    } else {
+      // After the I/O callbacks of this turn of the event loop: the messages of one socket read are all in the batch by
+      // then, as with a timer, without a timer's least wait of 1 ms (a chain's delivery → signal p50 was 1.5 ms of it).
+      const t = setImmediate(start);
+      timer = () => clearImmediate(t);
+    }
   };
 
   const consumer = await startBridgeConsumer({
@@ -247,7 +263,7 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
   return {
     stats,
     async stop() {
-      if (timer) clearTimeout(timer);
+      timer?.();
       await flushing;
       for (const t of delayed) clearTimeout(t);
       await consumer.stop();

@@ -17,9 +17,9 @@ export interface FlushSpacingOptions {
  */
 export class FlushSpacing {
   // No wait of its own after a quiet spell: the relay writes each batch in one socket write, so messages published
-  // together arrive in one read and are gathered by the timer's turn anyway. A 5 ms wait here was a third of a
-  // chain's report → signal time (hop split p50 11-12 → 8 ms, hop p50 30.2-34.1 → 27.5-28.0 ms, alternated); under
-  // load the intervals below gather the bursts.
+  // together arrive in one read and are gathered by the flush's turn anyway (a setImmediate, src/bridge/bridge.ts).
+  // A 5 ms wait here was a third of a chain's report → signal time (hop split p50 11-12 → 8 ms, hop p50 30.2-34.1 →
+  // 27.5-28.0 ms, alternated); under load the intervals below gather the bursts.
   private readonly flushMs: number;
   // Each signal costs a workflow task: Temporal and the scheduler worker spent 1.3 ms of CPU per task of a
   // 10,000-task graph at ~3 resolutions a signal. 25 ms gathers ~8 at 300 tasks/s, and a chain's hops

@@ -3,6 +3,7 @@ import { anyOf, prepared, type Queryable, type StatementPart } from '../db/pool.
 import type { GraphMeta, GraphState, NodePage, QueueTaskState } from '../workflows/contract.js';
 import { MISSING_TASK_CHAR, TASK_STATE_CHAR } from '../taskStates.js';
 import { TgsError } from '../errors.js';
+import { hasCacheRowSql } from '../taskCache/store.js';
 
 export interface GraphRow {
   task_graph_id: string;
@@ -65,6 +66,13 @@ export async function memberIndex(db: Queryable, taskGraphId: string): Promise<M
 export const GRAPH_MEMBERS_SQL = `SELECT task_id FROM graph_nodes WHERE task_id = ${anyOf('$2', 'text')} AND task_graph_id || '' = $1 AND member`;
 
 /**
+ * GRAPH_MEMBERS_SQL with whether each member is a cached node (has a task_cache row), for a dispatch: it reads the
+ * cache's rows only when a task it schedules is one, instead of a read of task_cache every dispatch.
+ */
+export const DISPATCH_MEMBERS_SQL = `SELECT n.task_id, ${hasCacheRowSql('n.task_id')} AS cached FROM graph_nodes n
+  WHERE n.task_id = ${anyOf('$2', 'text')} AND n.task_graph_id || '' = $1 AND n.member`;
+
+/**
  * The live graphs (running or blocked, or a task group's queue-level graph) that have any of the taskIds $1 as a
  * node, member or external: who hears a resolution. Driven by taskId (graph_nodes_by_task), each node's graph found
  * after by its key; `task_graph_id || ''` keeps Postgres from reading the live graphs first and each one's nodes
@@ -120,6 +128,13 @@ export async function memberTaskIds(db: Queryable, taskGraphId: string, taskIds:
     prepared(GRAPH_MEMBERS_SQL, [taskGraphId, taskIds]),
   );
   return new Set(rows.map((r) => r.task_id));
+}
+
+/** Which of these taskIds are member tasks of the graph, and which of those are cached nodes (DISPATCH_MEMBERS_SQL). */
+export async function dispatchMembers(db: Queryable, taskGraphId: string, taskIds: string[]): Promise<{ members: Set<string>; cached: Set<string> }> {
+  if (taskIds.length === 0) return { members: new Set(), cached: new Set() };
+  const { rows } = await db.query<{ task_id: string; cached: boolean }>(prepared(DISPATCH_MEMBERS_SQL, [taskGraphId, taskIds]));
+  return { members: new Set(rows.map((r) => r.task_id)), cached: new Set(rows.filter((r) => r.cached).map((r) => r.task_id)) };
 }
 
 /** A member node as stored: its requires as idx of other nodes of the graph. */

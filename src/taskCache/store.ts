@@ -80,6 +80,9 @@ export async function insertCacheRows(db: Queryable, rows: CacheRow[]): Promise<
   }
 }
 
+/** SQL for another table's statement to ask in passing: whether the task `taskIdSql` names has a row here (a cached node). */
+export const hasCacheRowSql = (taskIdSql: string) => `EXISTS (SELECT 1 FROM task_cache c WHERE c.task_id = ${taskIdSql})`;
+
 /** The cache rows of these tasks (those that have one). */
 export async function cacheRows(db: Queryable, taskIds: string[]): Promise<CacheRow[]> {
   if (taskIds.length === 0) return [];

@@ -9,7 +9,7 @@ import { ANNOUNCE_GROUPS_SQL, DONE_GROUPS_SQL, UNANNOUNCED_DONE_GROUPS_SQL } fro
 import { CURSOR_READ, OUTBOX_DELETE } from '../../src/exchanges/outboxStore.js';
 import { EXPIRED_TASKS_DELETE } from '../../src/queue/sweeps.js';
 import { createPool } from '../../src/db/pool.js';
-import { GRAPH_MEMBERS_SQL, GRAPHS_HEARING_SQL } from '../../src/scheduler/graphStore.js';
+import { DISPATCH_MEMBERS_SQL, GRAPH_MEMBERS_SQL, GRAPHS_HEARING_SQL } from '../../src/scheduler/graphStore.js';
 import { ENCODED_NODES_SQL, setUpNodesRead } from '../../src/scheduler/graphReads.js';
 import { testIssuer } from '../../support/issuer.js';
 
@@ -143,16 +143,22 @@ test("a graph stored since graph_nodes was analyzed is probed by taskId, not rea
     SELECT 'big', n, 'big-' || n, true, 'l' || n FROM generate_series(0, 19999) AS n`);
   const ids = `ARRAY[${Array.from({ length: 175 }, (_, i) => `'big-${i * 100}'`).join(', ')}]`;
   const client = await db.pool.connect();
+  // the members a cancel acts on, and the members a dispatch schedules with whether each is a cached node
   try {
-    // as a named statement runs: planned for its values at first, then generic if that looks no worse
-    await client.query(`PREPARE members(text, text[]) AS ${GRAPH_MEMBERS_SQL}`);
-    for (let i = 0; i < 6; i++) assert.equal((await client.query(`EXECUTE members('big', ${ids})`)).rows.length, 175);
-    const plan = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE members('big', ${ids})`)).rows.map((r) => r['QUERY PLAN']).join('\n');
-    assert.match(plan, /(Index Scan using|Index Only Scan using|Bitmap Index Scan on) graph_nodes_by_task/, plan);
-    const buffers = Number(/Buffers: shared hit=(\d+)/.exec(plan)?.[1]);
-    assert.ok(buffers < 175 * 6, `${buffers} buffers for 175 members:\n${plan}`);
+    for (const [name, sql] of [['members', GRAPH_MEMBERS_SQL], ['dispatch_members', DISPATCH_MEMBERS_SQL]]) {
+      try {
+        // as a named statement runs: planned for its values at first, then generic if that looks no worse
+        await client.query(`PREPARE ${name}(text, text[]) AS ${sql}`);
+        for (let i = 0; i < 6; i++) assert.equal((await client.query(`EXECUTE ${name}('big', ${ids})`)).rows.length, 175);
+        const plan = (await client.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE ${name}('big', ${ids})`)).rows.map((r) => r['QUERY PLAN']).join('\n');
+        assert.match(plan, /(Index Scan using|Index Only Scan using|Bitmap Index Scan on) graph_nodes_by_task/, `${name}: ${plan}`);
+        const buffers = Number(/Buffers: shared hit=(\d+)/.exec(plan)?.[1]);
+        assert.ok(buffers < 175 * 6, `${name}: ${buffers} buffers for 175 members:\n${plan}`);
+      } finally {
+        await client.query(`DEALLOCATE ${name}`);
+      }
+    }
   } finally {
-    await client.query('DEALLOCATE members');
     client.release();
   }
 });
