@@ -47,12 +47,15 @@ test('a forged task-completed for a pending or running task resolves nothing: it
   const claimed = claim.body.tasks[0].status.taskId as string;
   const unclaimed = claimed === taskId('pendingOne') ? taskId('runningOne') : taskId('pendingOne');
   const before = stack.bridge?.stats.disagreed ?? 0;
+  const signalsBefore = stack.bridge?.stats.signals ?? 0;
   await publishResolution(claimed, id, [{ state: 'completed' }], 0);
   await publishResolution(unclaimed, id, [{ state: 'completed' }], 0);
   await eventually(async () => (stack.bridge?.stats.disagreed ?? 0) >= before + 2, 'the bridge weighed both forged messages');
   // Give a forwarded resolution time to reach the workflow and its dispatch (tens of ms here).
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal(await taskState(taskId('afterPending')), 'unscheduled', 'the dependent stays unscheduled');
+  // the graphs hearing a task are read with its run's state: a refused resolution's graph gets no (empty) signal either
+  assert.equal(stack.bridge?.stats.signals, signalsBefore, 'the flushes of forged resolutions signalled no graph');
   const status = (await stack.api.request('GET', `/api/scheduler/v1/task-graph/${id}/status`)).body.status;
   assert.equal(status.state, 'running');
   // The real resolution still goes through.
