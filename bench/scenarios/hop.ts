@@ -25,6 +25,7 @@ async function chain(stack: BenchStack, sizes: Sizes) {
   const publishedWall = new Map<string, number>();
   const deliveredWall = new Map<string, number>();
   const observer = await connectBus(stack.config.amqpUrl, { connectionName: 'bench-hop-observer' });
+  observer.on('error', () => undefined);
   const observing = await observer.createChannel();
   const { queue } = await observing.assertQueue('', { exclusive: true, autoDelete: true });
   await observing.bindQueue(queue, queueExchangeName(stack.config.exchangePrefix, 'task-completed'), '#');
