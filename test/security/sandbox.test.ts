@@ -185,6 +185,9 @@ async function crossRun(workerType: string): Promise<{ victimLog: string; attack
   const ready = await eventually(async () => runDirs(victim).find((d) => existsSync(path.join(d, 'ready'))), 'the victim to be ready', 60_000);
   const attacker = await createTestTask(t, workerType, {
     command: [
+      // errors on stdout too: the log interleaves the two pipes as their chunks arrive, and a stderr chunk in front of
+      // a line would hide it from the anchored matches below
+      'exec 2>&1',
       `for f in /proc/[0-9]*/environ; do if tr '\\0' '\\n' < "$f" 2>/dev/null | grep VICTIM_SECRET; then echo "READ $f"; fi; done`,
       `for f in $(find ${workDir} /tmp /var/tmp /proc/[0-9]*/root/tmp /proc/[0-9]*/cwd/ -maxdepth 3 -name '*secret*' 2>/dev/null); do if cat "$f"; then echo "READ $f"; fi; done`,
       `if ls ${ready}; then echo "READ ${ready}"; fi`,
