@@ -13,7 +13,7 @@ import * as queue from './scenarios/queue.js';
 export async function warmUp(stack: BenchStack, sizes: Sizes): Promise<unknown> {
   stack.log('warm-up: the throughput graph once on fresh processes (kept as throughput_cold), the queue calls once');
   const cold = await throughput.run(stack, sizes);
-  await queue.run(stack, { ...sizes, queueTasks: Math.min(sizes.queueTasks, 1000) });
+  await queue.run(stack, { ...sizes, queueTasks: Math.min(sizes.queueTasks, 1000), queueRounds: 1 });
   return cold;
 }
 

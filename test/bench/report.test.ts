@@ -19,3 +19,13 @@ test('the ratios row of the bench table divides each figure by the floor measure
   assert.match(rows[4], /\| 1\.20× \| 12 ms ÷ 10 ms \| ≤ 1\.2× \|$/);
   assert.deepEqual(ratioRows({}), [], 'scenarios not run give no rows');
 });
+
+test('claim + complete against its floor in alternated rounds: the median of the rounds\' ratios, each round shown', () => {
+  const [row] = ratioRows({
+    queue: {
+      claim_complete_batch8_per_s: 1300, floor_per_s: 2400, claim_complete_floor_ratio: 0.62,
+      claim_complete_batch8_rounds_per_s: [1300, 1500, 1100], floor_rounds_per_s: [2100, 2400, 2600],
+    },
+  });
+  assert.match(row, /\| 0\.62 \| the median of 3 rounds alternated: 1300 ÷ 2100, 1500 ÷ 2400, 1100 ÷ 2600 tasks\/s \| ≥ 0\.6 \|$/);
+});

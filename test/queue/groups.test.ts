@@ -105,6 +105,26 @@ test('a sealed group refuses new tasks but accepts an identical retry of an exis
   assert.equal((await q('GET', `/task-group/${g}`, undefined, null)).body.sealed, sealed.body.sealed);
 });
 
+test('the tasks of one group leave its row as it is: its expires grows an hour at a time, as Taskcluster\'s does', async () => {
+  const g = slugid.nice();
+  const now = Date.now();
+  const at = (ms: number) => new Date(now + ms).toISOString();
+  const hour = 3600_000;
+  const version = async () => (await t.db.pool.query<{ v: string }>('SELECT xmin::text AS v FROM task_groups WHERE task_group_id = $1', [g])).rows[0].v;
+  const groupExpires = async () => Date.parse((await q('GET', `/task-group/${g}`, undefined, null)).body.expires);
+  await create(g, 'grp-expires', { expires: at(10 * hour) });
+  assert.equal(await groupExpires(), now + 11 * hour, 'a new group expires an hour after its task');
+  const first = await version();
+  // later tasks within that hour, and one expiring sooner: the row is not written again
+  await Promise.all([at(10 * hour + 1000), at(10 * hour + 30 * 60_000), at(2 * hour)].map((expires) => create(g, 'grp-expires', { expires })));
+  assert.equal(await version(), first, 'no new version of the group row');
+  assert.equal(await groupExpires(), now + 11 * hour);
+  // a task expiring past the group: bumped to that task's expires and an hour
+  await create(g, 'grp-expires', { expires: at(12 * hour) });
+  assert.notEqual(await version(), first);
+  assert.equal(await groupExpires(), now + 13 * hour, 'the group outlives its latest task');
+});
+
 test('a task naming another schedulerId than its group has is refused with nothing written', async () => {
   const g = slugid.nice();
   const first = slugid.nice();
@@ -184,6 +204,9 @@ test('expiry removes expired tasks, their dependencies, artifacts and groups; th
   const count = async (sql: string, params: unknown[]) => (await t.db.pool.query<{ n: number }>(sql, params)).rows[0].n;
   assert.equal(await count('SELECT count(*)::int AS n FROM task_dependencies WHERE required_task_id = $1 OR dependent_task_id = $1', [a]), 0);
   assert.equal(await count('SELECT count(*)::int AS n FROM artifacts WHERE task_id = $1', [a]), 0);
+  // the group outlives its tasks by up to an hour (its expires grows an hour at a time): that hour passes here
+  assert.equal((await q('GET', `/task-group/${g}`, undefined, null)).status, 200, 'the group is kept until its own expires');
+  await t.db.pool.query(`UPDATE task_groups SET expires = expires - interval '1 hour' WHERE task_group_id = $1`, [g]);
   await eventually(async () => (await q('GET', `/task-group/${g}`, undefined, null)).status === 404, 'expired group removed', 15_000);
 
   assert.equal((await q('GET', `/task/${keep}`, undefined, null)).status, 200, 'a task that has not expired stays');
