@@ -210,6 +210,15 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
     timer?.();
     const start = () => {
       timer = undefined;
+      // a message that came while the timer ran may have moved the flush (the loaded interval's quiet rule)
+      if (!immediate && batch.length < maxBatch) {
+        const wait = spacing.delay(Date.now());
+        if (wait > 0) {
+          const t = setTimeout(start, wait);
+          timer = () => clearTimeout(t);
+          return;
+        }
+      }
       const items = batch;
       batch = [];
       const ch = channel;
@@ -248,6 +257,7 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
         return;
       }
       batch.push({ msg, ...parsed });
+      spacing.arrived(Date.now());
       scheduleFlush(batch.length >= maxBatch);
     },
     onDeadLetterDepth(messages) {
