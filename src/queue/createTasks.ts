@@ -53,16 +53,17 @@ function freshRow(taskId: string, d: TaskDefinition, scheduleIndependent: boolea
  * 553 tasks/s at 1.37-1.58 ms of Postgres CPU a task before, 707 and 729 at 0.96-0.99 with the slack and the tasks
  * written last, below). A graph's group is written by its own submit alone: no slack.
  */
-export const GROUP_EXPIRES_SLACK = '1 hour';
+const GROUP_EXPIRES_SLACK = '1 hour';
 
 /**
  * One statement for a chunk of new tasks: their rows, their dependency edges (two text[] parameters parse far faster
  * than a jsonb array of pairs: 400,000 edges took 3.6 s that way; no ON CONFLICT: every dependent is new and its edges
  * are distinct, and the conflict check made 400,000 edges take 2.5 s instead of 2.0 s), `alongside` (another table's
- * rows written with them, its parameters after these five), and their groups' upsert ($5: the groups' expires slack). The upsert writes a group only when
- * it is new, its expires must grow or it was announced resolved; it answers those rows and every row the checks after it
- * refuse (sealed, another schedulerId). A row it leaves as it is is locked all the same until the commit (ON CONFLICT DO
- * UPDATE locks the row it conflicts with whether or not its WHERE holds), so no seal comes in between.
+ * rows written with them, its parameters after these five), and their groups' upsert ($5: the groups' expires slack).
+ * The upsert writes a group only when it is new, its expires must grow or it was announced resolved; it answers those
+ * rows and every row the checks after it refuse (sealed, another schedulerId). A row it leaves as it is is locked all
+ * the same until the commit (ON CONFLICT DO UPDATE locks the row it conflicts with whether or not its WHERE holds), so
+ * no seal comes in between.
  * Data-modifying CTEs run on one snapshot, so none of them reads what another writes; none needs to.
  */
 const insertChunkSql = (alongside?: string) => `WITH inserted AS (
