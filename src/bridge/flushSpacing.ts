@@ -33,7 +33,10 @@ export class FlushSpacing {
   private readonly loadedIntervalMs: number;
   // The loaded interval gathers a burst; once no message has come for quietMs the burst is over, and its last
   // messages (a graph's last tasks, the ones everything after them waits for) need not sit out the rest of the 100 ms.
-  // The 10k graph's end waited 100 and 70 ms for them (its last middle report → signal, its last task's report → signal).
+  // The 10k graph's end waited 100 and 70 ms for them (its last middle report → signal, its last task's report → signal);
+  // with 50 ms its second-last report → finished took 156-264 ms against 272-279. 20 ms took more off that end, but the
+  // 100k layered graph's stream has lulls that long: its largest run's history grew from 2,397 to 3,084 events (more,
+  // smaller signals), where 50 ms left it at 2,382 against 2,368 (docs/bench-journal/2026-11-28.md § Morning of 2026-11-28).
   private readonly quietMs: number;
   private lastAt = 0;
   private lastSize = 0;
@@ -43,7 +46,7 @@ export class FlushSpacing {
     this.flushMs = options.flushMs ?? 0;
     this.minIntervalMs = options.minIntervalMs ?? 25;
     this.loadedIntervalMs = options.loadedIntervalMs ?? 100;
-    this.quietMs = options.quietMs ?? 20;
+    this.quietMs = options.quietMs ?? 50;
   }
 
   /** A message came at `now`. */
