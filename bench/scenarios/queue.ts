@@ -94,6 +94,7 @@ export async function run(stack: BenchStack, sizes: Sizes) {
     floor_rounds_per_s: floors.map((f) => f.perS),
     cpu_ms_per_task_floor: meanCpu(floors.map((f) => f.cpu)),
     // what each drain and the floor wrote per task (bench/perTaskCounts.ts): the machine's speed does not move them
+    per_task_single: single.counts,
     per_task_batch8: batched[0].counts,
     per_task_stream: streamed.counts,
     per_task_floor: floors[0].counts,
@@ -140,7 +141,6 @@ async function statementFloor(stack: BenchStack, count: number, claimers: number
     const seconds = (performance.now() - t0) / 1000;
     if (reported !== count) throw new Error(`queue floor: ${reported} of ${count} tasks claimed and reported`);
     const cpu = cpuSince(cpuBefore, cpuSnapshot(stack.processNames()), count);
-    await groups.stop();
     return { perS: Math.round(count / seconds), cpu, counts: await perTask(stack, counts, count) };
   } finally {
     await groups.stop();
