@@ -5,6 +5,10 @@
  * round trip, planning, commit and per-call parsing are shared. Items with the same key never share a statement, nor
  * run in two at once (a statement that changes each row once): the later one waits for the next, in arrival order.
  *
+ * With `gatherTurn`, an item that finds a lane free waits for the end of the event loop's turn before it goes, so the
+ * items that arrive in one turn (the requests read off the sockets in one poll) share a statement instead of the first
+ * two going alone; a caller alone then waits one turn.
+ *
  * `run` answers one result for each item, in their order; if it throws, every item of that statement gets its error.
  */
 export class StatementBatcher<I, R> {
@@ -12,16 +16,25 @@ export class StatementBatcher<I, R> {
   private inFlight = 0;
   /** the keys of the items in the statements in flight */
   private readonly busy = new Set<string>();
+  /** gatherTurn: a `next` is due at the end of this turn */
+  private turnDue = false;
 
   constructor(
     private readonly run: (items: I[]) => Promise<R[]>,
-    private readonly options: { lanes: number; maxItems: number; key: (item: I) => string; onBatch?: (size: number) => void },
+    private readonly options: { lanes: number; maxItems: number; key: (item: I) => string; onBatch?: (size: number) => void; gatherTurn?: boolean },
   ) {}
 
   submit(item: I): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.queued.push({ item, resolve, reject });
-      this.next();
+      if (!this.options.gatherTurn) this.next();
+      else if (!this.turnDue && this.inFlight < this.options.lanes) {
+        this.turnDue = true;
+        setImmediate(() => {
+          this.turnDue = false;
+          this.next();
+        });
+      }
     });
   }
 

@@ -153,7 +153,7 @@ function reportBatcher(pool: pg.Pool): StatementBatcher<QueuedReport, TaskRow | 
         for (const [groups, announced] of byAnnouncer) announceReports(pool, groups, announced);
         return rows;
       },
-      { lanes: REPORT_LANES, maxItems: MAX_REPORTS_A_STATEMENT, key: (q) => q.item.taskId, onBatch: (size) => reportsPerStatement.observe(size) },
+      { lanes: REPORT_LANES, maxItems: MAX_REPORTS_A_STATEMENT, key: (q) => q.item.taskId, onBatch: (size) => reportsPerStatement.observe(size), gatherTurn: true },
     );
     reportBatchers.set(pool, batcher);
   }

@@ -2,8 +2,6 @@ import type pg from 'pg';
 import { notifyAfterCommit } from '../db/pool.js';
 import { DEFERRED_CHANNEL } from '../exchanges/outbox.js';
 
-const CHUNK = 5000;
-
 /**
  * SQL: writes to the outbox's deferred lane the task-defined message of each task whose id `taskIds` (a query with a
  * `task_id` column) returns, in the order it returns them. Only the taskId and the message id are stored (the one
@@ -16,19 +14,14 @@ export const deferredDefinedInsert = (taskIds: string) => `INSERT INTO outbox_de
   SELECT c.task_id, c.task_id || '/_/task-defined/0', 'task-defined' FROM (${taskIds}) c`;
 
 /**
- * The task-defined message of each task of graph nodes idx `fromIdx` .. `toIdx`-1, written to the outbox's deferred
- * lane (migration 021) in the caller's transaction for the relay to render (src/exchanges/relay.ts), in idx order,
- * 5,000 nodes a statement: thousands of them must not hold up the messages written after them. For the graph intake:
- * its tasks are written in chunks as the body arrives, and the graph's routing may arrive after them, so their
- * messages are made from the rows as they finally are, and the taskIds are read where they are stored rather than
- * held by the API.
+ * The task-defined messages of a graph's new tasks (`taskIds`, in their order), written to the outbox's deferred lane
+ * (migration 021) in the caller's transaction for the relay to render (src/exchanges/relay.ts): thousands of them must
+ * not hold up the messages written after them. For the graph intake, one chunk at a time as it writes the chunk's
+ * tasks: the graph's routing may arrive after them, but the relay renders each message from the row as it is once
+ * committed, so nothing of the row is copied now.
  */
-export async function announceDefined(client: pg.PoolClient, taskGraphId: string, fromIdx: number, toIdx: number): Promise<void> {
-  for (let from = fromIdx; from < toIdx; from += CHUNK) {
-    await client.query(
-      deferredDefinedInsert('SELECT task_id FROM graph_nodes WHERE task_graph_id = $1 AND idx >= $2 AND idx < $3 ORDER BY idx'),
-      [taskGraphId, from, Math.min(from + CHUNK, toIdx)],
-    );
-  }
+export async function announceDefined(client: pg.PoolClient, taskIds: string[]): Promise<void> {
+  if (taskIds.length === 0) return;
+  await client.query(deferredDefinedInsert('SELECT u.task_id FROM unnest($1::text[]) WITH ORDINALITY AS u(task_id, n) ORDER BY u.n'), [taskIds]);
   await notifyAfterCommit(client, DEFERRED_CHANNEL, ['']);
 }

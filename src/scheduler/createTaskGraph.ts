@@ -4,7 +4,6 @@ import { withTransaction } from '../db/pool.js';
 import { TgsError } from '../errors.js';
 import { validateInput } from '../api/validate.js';
 import type { ScopeExpression } from '../auth/scopes.js';
-import { announceDefined } from './announceDefined.js';
 import { graphEnvelopeSchema } from './graphSchema.js';
 import { GraphIntake, readGraphBody, type LabelledTask } from './graphIntake.js';
 import { graphHash } from './graphHash.js';
@@ -124,7 +123,6 @@ export async function createTaskGraph(
         [taskGraphId, envelope.routing, intake.graphHash({ ...hashed }), envelope.scopes, envelope.metadata, envelope.tags],
       );
       await setNodeCounts(client, taskGraphId, intake.count, intake.count);
-      await announceDefined(client, taskGraphId, 0, intake.count);
       return { graph: { ...rows[0], node_count: intake.count, task_count: intake.count }, tasks: intake.created(), created: true };
     });
   } catch (err) {

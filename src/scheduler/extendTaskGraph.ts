@@ -3,7 +3,6 @@ import type { Config } from '../config.js';
 import { withTransaction } from '../db/pool.js';
 import { TgsError } from '../errors.js';
 import type { ScopeExpression } from '../auth/scopes.js';
-import { announceDefined } from './announceDefined.js';
 import { GraphIntake, readGraphBody, type LabelledTask } from './graphIntake.js';
 import { graphTaskIds } from './graphTaskIds.js';
 import { bodyMembers, type GraphBody } from './bodyMembers.js';
@@ -50,7 +49,6 @@ export async function extendTaskGraph(
     await intake.flush(client);
     const nodeCount = graph.node_count + intake.count;
     await setNodeCounts(client, taskGraphId, nodeCount, intake.count);
-    await announceDefined(client, taskGraphId, graph.node_count, nodeCount);
     return { graph: { ...graph, node_count: nodeCount, task_count: graph.task_count + intake.count }, tasks: intake.created() };
   });
 }

@@ -18,13 +18,17 @@ import type { StreamedMember } from '../api/jsonObjectStream.js';
 import { cacheSpec, effectiveMode, type CacheMode } from '../taskCache/spec.js';
 import { computeNodeKeys, type HeldNode } from '../taskCache/graphKeys.js';
 import { cachePath } from '../taskCache/tiers.js';
+import { announceDefined } from './announceDefined.js';
 import { cacheKeysOf, extendNeededUntil, insertCacheRows, type CacheRow } from '../taskCache/store.js';
 
 /**
  * Nodes validated, then written per chunk in the caller's transaction: a 100,000-task graph is never held whole.
- * 2,000 task definitions (~1 MB) per chunk keep each INSERT as large as insertNewTasks makes them anyway.
+ * The first chunk's preparation and the last chunk's write overlap nothing (readGraphBody overlaps the rest), so
+ * the chunk is small: 500 nodes (~250 KB) kept 1.55-1.57 of the two cores busy through a 10,000-task submit where
+ * 2,000 kept 1.39-1.48, with the same CPU a task, and the same figures at 100,000 tasks (bench/submitCpu.ts,
+ * alternated, docs/bench-journal/2026-11-28.md § Late morning of 2026-11-28).
  */
-export const INTAKE_CHUNK = 2000;
+export const INTAKE_CHUNK = 500;
 
 /** Labels whose problems are kept for the answer; past this only the count grows (the answer stays small). */
 const MAX_REPORTED_LABELS = 1000;
@@ -384,8 +388,7 @@ export class GraphIntake {
     const chunk = this.pending;
     this.pending = [];
     const nodes = chunk.map((n) => ({ idx: n.idx, taskId: n.taskId, label: n.label, requires: n.requires, requiresMode: n.definition.requires === 'all-resolved' ? 1 : 0, reruns: n.reruns }));
-    // the taskIds are this intake's own fresh slugids: nothing to compare with, no status to answer; the
-    // task-defined messages are written once the last chunk is in (src/scheduler/announceDefined.ts). The nodes go
+    // the taskIds are this intake's own fresh slugids: nothing to compare with, no status to answer. The nodes go
     // in the tasks' statement: one round trip a chunk.
     await insertNewTasks(client, chunk.map((n) => ({ taskId: n.taskId, definition: n.definition })), {
       scheduleIndependent: false,
@@ -393,6 +396,10 @@ export class GraphIntake {
       now: new Date(),
       alongside: (first) => memberNodesInsert(this.options.taskGraphId, nodes, first),
     });
+    // The chunk's task-defined messages, while the next chunk is read: written after the last one, they were 50-65 ms
+    // of a 10,000-task submit's end that nothing overlapped. The relay renders each from its row when it publishes
+    // (after the commit, with the graph's routing however late the body gave it), so nothing of the row is copied now.
+    await announceDefined(client, chunk.map((n) => n.taskId));
     if (this.cacheRows.length > 0) {
       await insertCacheRows(client, this.cacheRows);
       this.cacheRows = [];

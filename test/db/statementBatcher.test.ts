@@ -92,3 +92,28 @@ test('with two lanes, an item waits while an item of its key is in flight in the
   calls[3].answer();
   assert.deepEqual(await Promise.all(all), ['a#1', 'a#2', 'b', 'a#3'].map((i) => `done ${i}`));
 });
+
+test('with gatherTurn, the items of one turn share a statement even with lanes free; a lone item goes at the end of its turn', async () => {
+  const { calls, run } = heldStatement();
+  const sizes: number[] = [];
+  const batcher = new StatementBatcher(run, { lanes: 2, maxItems: 10, key, gatherTurn: true, onBatch: (n) => sizes.push(n) });
+  const burst = ['a', 'b', 'c'].map((i) => batcher.submit(i));
+  assert.equal(calls.length, 0, 'nothing goes before the turn ends');
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(calls.map((c) => c.items), [['a', 'b', 'c']], 'one statement for the turn, not a, b and then c, d');
+  const lone = batcher.submit('d');
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(calls[1].items, ['d'], 'the other lane takes the next turn');
+  // both lanes busy: an item waits for a lane, and goes once one frees, with what queued meanwhile
+  const waiting = ['e', 'f'].map((i) => batcher.submit(i));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(calls.length, 2);
+  calls[0].answer();
+  assert.deepEqual(await Promise.all(burst), ['done a', 'done b', 'done c']);
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(calls[2].items, ['e', 'f']);
+  calls[1].answer();
+  calls[2].answer();
+  assert.deepEqual(await Promise.all([lone, ...waiting]), ['done d', 'done e', 'done f']);
+  assert.deepEqual(sizes, [3, 1, 2]);
+});
