@@ -66,6 +66,8 @@ export interface TuningOptions {
   maxHistoryEvents?: number;
   /** Once due to continue as new, the longest wait for the tasks live in the queue to resolve first (ms). */
   continueQuietWaitMs?: number;
+  /** Nodes per loadNodes page, at most (and by default) 5,000. */
+  nodePage?: number;
 }
 
 /** State carried across continue-as-new: compact, derived structure is reloaded from Postgres. */

@@ -35,6 +35,9 @@ import { GraphModel, NODE_STATE_NAMES, type DispatchItem } from './graphModel.js
 import { Refusals } from './refusals.js';
 import { explainModel } from './explain.js';
 
+// 5,000 nodes with their requires is ~300 KB, under the 512 KB payload warning (20,000 was 1.1 MB).
+const NODE_PAGE = 5_000;
+
 const DEFAULT_TUNING: Required<TuningOptions> = {
   // 1,000 tasks × ~60 bytes keeps one dispatch input near 60 KB, far below the 2 MB payload limit,
   // and 4 in flight keeps us far below the 2,000 pending-activity limit.
@@ -44,9 +47,8 @@ const DEFAULT_TUNING: Required<TuningOptions> = {
   maxHistoryEvents: 10_000,
   // A few seconds drain what a full dispatch left in the queue; a task that runs longer does not hold the graph back.
   continueQuietWaitMs: 30_000,
+  nodePage: NODE_PAGE,
 };
-// 5,000 nodes with their requires is ~300 KB, under the 512 KB payload warning (20,000 was 1.1 MB).
-const NODE_PAGE = 5_000;
 
 /**
  * The Temporal SDK's promise hook records a stack trace for every promise workflow code creates: 60 µs a promise on
@@ -107,6 +109,9 @@ export class GraphRun {
     this.input = input;
     this.meta = meta;
     this.tuning = { ...DEFAULT_TUNING, ...input.tuning };
+    // a page of at least one node and at most NODE_PAGE, whatever a native start's input says
+    const page = Math.floor(Number(this.tuning.nodePage));
+    this.tuning.nodePage = page >= 1 && page <= NODE_PAGE ? page : NODE_PAGE;
     this.carried = input.carried;
     this.decoded = this.carried ? GraphModel.decodeCarried(this.carried) : undefined;
     this.publishedState = this.carried?.publishedState ?? null;
@@ -131,7 +136,7 @@ export class GraphRun {
   private async loadNodesUpTo(count: number): Promise<void> {
     const { model, decoded } = this;
     while (model.size < count) {
-      const page = await bulk.loadNodes(this.taskGraphId, model.size, Math.min(NODE_PAGE, count - model.size), !decoded || model.size >= decoded.states.length);
+      const page = await bulk.loadNodes(this.taskGraphId, model.size, Math.min(this.tuning.nodePage, count - model.size), !decoded || model.size >= decoded.states.length);
       if (page.taskIds.length === 0) break;
       const from = model.size;
       model.addPage(page, decoded);

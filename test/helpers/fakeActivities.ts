@@ -90,12 +90,25 @@ export function fakeActivities(graphs: Map<string, FakeGraph>): Activities {
 }
 
 function makeFakeActivities(self: FakeGraph): Activities {
-    const slice = (from: number, limit: number): NodePage => {
-    const page = self.pages.find((p) => p.fromIdx === from);
+  // the nodes [from, from + limit) of the stored page holding `from`, cut as loadNodes cuts the graph_nodes rows
+  const slice = (from: number, limit: number): NodePage => {
+    const page = self.pages.find((p) => p.fromIdx <= from && from < p.fromIdx + p.taskIds.length / 22);
     if (!page) throw new Error(`fake: no page at ${from}`);
-    const n = page.taskIds.length / 22;
-    if (limit < n) throw new Error('fake pages are loaded whole');
-    return page;
+    const a = from - page.fromIdx;
+    const b = Math.min(page.taskIds.length / 22, a + limit);
+    if (a === 0 && b === page.taskIds.length / 22) return page;
+    const edgesBefore = (k: number) => page.requireCounts.slice(0, k).reduce((x, y) => x + y, 0);
+    return {
+      fromIdx: from,
+      taskIds: page.taskIds.slice(a * 22, b * 22),
+      members: page.members.slice(a, b),
+      modes: page.modes.slice(a, b),
+      requireCounts: page.requireCounts.slice(a, b),
+      requires: page.requires.slice(edgesBefore(a), edgesBefore(b)),
+      rerunsLeft: page.rerunsLeft.slice(a, b),
+      labels: page.labels.slice(a, b),
+      ...(page.queueStates !== undefined ? { queueStates: page.queueStates.slice(a, b), latestRuns: page.latestRuns?.slice(a, b) } : {}),
+    };
   };
   const impl = {
     async createGraph() {

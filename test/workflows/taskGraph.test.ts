@@ -292,3 +292,37 @@ test('a graph already blocked when its workflow starts announces running, then b
   await g.handle.signal(cancelSignal, {});
   await g.handle.result();
 });
+
+test('a graph loaded a page at a time, its nodes requiring nodes of later pages, runs in order and finishes', async () => {
+  const g = await start(
+    [
+      { label: 'deploy', requires: ['package'] },
+      { label: 'lint' },
+      { label: 'build' },
+      { label: 'test', requires: ['build'] },
+      { label: 'package', requires: ['test', 'lint'] },
+      { label: 'docs', requires: ['build'] },
+      { label: 'notify', requires: ['deploy', 'docs'] },
+    ],
+    { nodePage: 2 },
+  );
+  await g.waitDispatched('schedule:lint');
+  await g.waitDispatched('schedule:build');
+  await g.resolve('build', 0, 'completed');
+  await g.waitDispatched('schedule:test');
+  await g.waitDispatched('schedule:docs');
+  await g.resolve('lint', 0, 'completed');
+  await g.resolve('test', 0, 'completed');
+  await g.waitDispatched('schedule:package');
+  await g.resolve('docs', 0, 'completed');
+  await g.resolve('package', 0, 'completed');
+  await g.waitDispatched('schedule:deploy');
+  await g.resolve('deploy', 0, 'completed');
+  await g.waitDispatched('schedule:notify');
+  await g.resolve('notify', 0, 'completed');
+  assert.deepEqual(await g.handle.result(), { taskGraphId: g.taskGraphId, state: 'finished' });
+  assert.equal(g.graph.dispatchedLabels().length, 7, 'each task dispatched once');
+  const { events } = await g.handle.fetchHistory();
+  const pages = (events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'loadNodes');
+  assert.equal(pages.length, 4, 'seven nodes in pages of two');
+});
