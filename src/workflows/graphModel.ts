@@ -29,7 +29,7 @@ export const NODE_STATE_NAMES = [
   'waiting', 'ready', 'scheduled', 'completed', 'failed', 'exception', 'rerunPending', 'dispatching', 'rerunDispatching',
 ] as const;
 
-const SLUGID_LENGTH = 22;
+export const SLUGID_LENGTH = 22;
 /** Per node state: 1 for the ones named after a resolved queue state (completed, failed, exception). */
 const RESOLVED_NODE = Uint8Array.from(NODE_STATE_NAMES, (name) => (isResolvedState(name) ? 1 : 0));
 const isResolved = (s: number) => RESOLVED_NODE[s] === 1;

@@ -325,4 +325,8 @@ test('a graph loaded a page at a time, its nodes requiring nodes of later pages,
   const { events } = await g.handle.fetchHistory();
   const pages = (events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'loadNodes');
   assert.equal(pages.length, 4, 'seven nodes in pages of two');
+  // the next page is asked for before the one before it is in (PAGES_TOGETHER_PATCH)
+  const answered = (e: (typeof pages)[number]) =>
+    (events ?? []).find((c) => c.activityTaskCompletedEventAttributes && String(c.activityTaskCompletedEventAttributes.scheduledEventId) === String(e.eventId));
+  assert.ok(Number(pages[1].eventId) < Number(answered(pages[0])?.eventId), 'the second page was asked for before the first was answered');
 });
