@@ -1,6 +1,7 @@
 import pino, { type Logger } from 'pino';
 import pinoPretty from 'pino-pretty';
 import { logFormatFromEnv, logLevelFromEnv } from './config.js';
+import { TurnBufferedDestination } from './logDestination.js';
 
 /**
  * The processes' logs: one pino root logger per process, JSON lines on stdout (level, time, pid, role,
@@ -21,7 +22,7 @@ function create(level: string, format: LogFormat, destination?: NodeJS.WritableS
     // In-process and synchronous (no transport thread): lines keep their order with the banner's console output.
     return pino(options, pinoPretty({ sync: true, colorize: process.stdout.isTTY === true, destination: destination ?? 1, ignore: 'pid,hostname', translateTime: 'HH:MM:ss.l' }));
   }
-  return pino(options, destination ?? pino.destination({ dest: 1, sync: true }));
+  return pino(options, destination ?? new TurnBufferedDestination(pino.destination({ dest: 1, sync: true })));
 }
 
 /**

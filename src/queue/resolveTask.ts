@@ -125,8 +125,11 @@ interface QueuedReport {
 }
 
 /**
- * Single reports made at once share one statement (RESOLVE_MANY_SQL): while REPORT_LANES of them are in flight on a
- * pool, the reports that arrive wait and go together when one returns. A report alone still goes at once. With 16
+ * Single reports made at once share one statement (RESOLVE_MANY_SQL): the reports read in one turn of the event loop go
+ * together (gatherTurn: a worker's reports of one claim arrive on as many sockets in one poll, and went 1, 1 and the rest
+ * while two lanes were free; claim + complete's Postgres transactions a task fell from 0.64-0.77 to 0.49-0.56,
+ * docs/bench-journal/2026-11-28.md § Late morning of 2026-11-28), and while REPORT_LANES of them are in flight on a
+ * pool, the reports that arrive wait and go together when one returns. A report alone waits one turn. With 16
  * workers claiming up to 8 tasks a call, claim + complete went from 322-330 to 472-534 tasks/s and Postgres' CPU a task
  * from 1.63 to 0.84-0.89 ms (docs/bench-journal/2026-11-26.md § Afternoon of 2026-11-26). Two lanes, not one: a statement waiting
  * on a row lock (up to Postgres' 1 s deadlock_timeout when it ends in a deadlock) then holds half the reports, not all;

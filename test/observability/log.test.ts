@@ -1,7 +1,9 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
+import { spawnSync } from 'node:child_process';
 import { configureLogging, lineLogger, logger } from '../../src/log.js';
+import { TurnBufferedDestination } from '../../src/logDestination.js';
 import { temporalLogFunction } from '../../src/observability/temporalRuntime.js';
 import { loadConfig, logLevelFromEnv, logFormatFromEnv } from '../../src/config.js';
 
@@ -92,4 +94,27 @@ test('lineLogger: fields a line names (the bridge names the graph) become JSON f
   assert.equal(line.taskGraphId, 'd_598_aOSZutAokpkwWp-g');
   assert.equal(line.role, 'bridge');
   assert.equal(line.level, 40);
+});
+
+test('stdout gets the lines of one turn in one write, in order, and the next turn its own', async () => {
+  const writes: string[] = [];
+  const dest = new TurnBufferedDestination({ write: (text: string) => writes.push(text) });
+  dest.write('{"msg":"claimed 1"}\n');
+  dest.write('{"msg":"claimed 2"}\n');
+  assert.deepEqual(writes, [], 'nothing before the turn ends');
+  await new Promise((r) => setImmediate(r));
+  dest.write('{"msg":"completed 1"}\n');
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(writes, ['{"msg":"claimed 1"}\n{"msg":"claimed 2"}\n', '{"msg":"completed 1"}\n']);
+});
+
+test("a process's last lines are written when it exits in the turn that logged them (a fatal line, then process.exit)", () => {
+  const script = "import { logger } from './src/log.ts'; const log = logger('api'); log.info('task claimed'); log.fatal('uncaught exception'); process.exit(3);";
+  const child = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], {
+    encoding: 'utf8',
+    env: { ...process.env, TGS_LOG_LEVEL: 'info', TGS_LOG_FORMAT: 'json' },
+  });
+  assert.equal(child.status, 3, child.stderr);
+  const lines = child.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { msg: string; level: number });
+  assert.deepEqual(lines.map((l) => [l.level, l.msg]), [[30, 'task claimed'], [60, 'uncaught exception']]);
 });
