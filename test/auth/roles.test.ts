@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { normalizeScopes, RoleError, ScopeExpander, validateRoles, type Role } from '../../src/auth/roles.js';
+import { mergeNormalized, normalizeScopes, RoleError, ScopeExpander, validateRoles, type Role } from '../../src/auth/roles.js';
 import { expressionSatisfied, scopeSatisfied } from '../../src/auth/scopes.js';
 
 // Cases follow the published examples of Taskcluster's scope resolver and scope library.
@@ -80,6 +80,16 @@ const cases: Array<[string, Record<string, string[]>, string[], string[]]> = [
 for (const [name, spec, scopes, expected] of cases) {
   test(`expansion: ${name}`, () => same(expand(spec, scopes), expected));
 }
+
+test('two normalized sets merged are their union normalized (property; how an expansion joins a set to what it assumes)', () => {
+  const scope = fc.stringMatching(/^[ab:]{0,4}\*?$/);
+  fc.assert(
+    fc.property(fc.array(scope, { maxLength: 20 }), fc.array(scope, { maxLength: 20 }), (a, b) => {
+      assert.deepEqual(mergeNormalized(normalizeScopes(a), normalizeScopes(b)), normalizeScopes([...a, ...b]));
+    }),
+    { numRuns: 2000 },
+  );
+});
 
 test('expansion is cached per assume set and unchanged on a second call; other scopes pass through', () => {
   const expander = new ScopeExpander(roles({ 'project:*': ['P<..>'] }));
