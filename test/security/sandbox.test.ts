@@ -89,6 +89,15 @@ function processesWith(marker: string): number[] {
   return pids;
 }
 
+/** SIGKILL, unless the process ended since it was listed (an escapee's short-lived children come and go). */
+function killIfAlive(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
+}
+
 /** The directory a run of `taskId` has (or had) below workDir. */
 const runDirs = (taskId: string) => readdirSync(workDir).filter((d) => d.includes(taskId)).map((d) => path.join(workDir, d));
 
@@ -216,7 +225,7 @@ test('none: logs the unsafe line once, and there the same escape and probes succ
   assert.equal(state, 'completed', log);
   const survivors = processesWith(marker);
   assert.ok(survivors.length > 0, 'without a sandbox the escapee outlives its run');
-  for (const pid of survivors) process.kill(pid, 'SIGKILL');
+  for (const pid of survivors) killIfAlive(pid);
 
   worker('cross-none', 'none');
   const { attackerLog, nonce } = await crossRun('cross-none');
