@@ -7,7 +7,7 @@ import { claimPending } from '../../src/queue/claimWork.js';
 import { resolveRun } from '../../src/queue/resolveTask.js';
 import { GroupAnnouncer } from '../../src/queue/groupAnnouncer.js';
 import { startFastWorker } from '../../support/fastWorker.js';
-import { percentile } from '../stats.js';
+import { medianRatio, percentile } from '../stats.js';
 import { cpuSince, cpuSnapshot } from '../cpu.js';
 import { countSnapshot, perTask } from '../perTaskCounts.js';
 import type { BenchStack, Sizes } from '../scenario.js';
@@ -83,7 +83,7 @@ export async function run(stack: BenchStack, sizes: Sizes) {
     // the rounds' medians, each round's figure, and the median of the rounds' ratios to their floors
     claim_complete_batch8_per_s: percentile(batched.map((b) => b.perS), 50),
     claim_complete_batch8_rounds_per_s: batched.map((b) => b.perS),
-    claim_complete_floor_ratio: Math.round(percentile(rounds.map((r) => r.drained.perS / r.floor.perS), 50) * 100) / 100,
+    claim_complete_floor_ratio: medianRatio(rounds.map((r) => [r.drained.perS, r.floor.perS])),
     // CPU milliseconds per task, by process, while draining (where the time goes; over all rounds)
     cpu_ms_per_task: single.cpu,
     cpu_ms_per_task_batch8: meanCpu(batched.map((b) => b.cpu)),
