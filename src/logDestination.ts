@@ -22,12 +22,14 @@ export class TurnBufferedDestination {
     setImmediate(() => this.flush());
   }
 
-  /** Writes what waits, in one write. */
-  flush(): void {
+  /** Writes what waits, in one write (pino's `logger.flush(cb)` calls it with a callback). */
+  flush(cb?: (err?: Error) => void): void {
     this.due = false;
-    if (this.lines.length === 0) return;
-    const text = this.lines.length === 1 ? this.lines[0] : this.lines.join('');
-    this.lines = [];
-    this.out.write(text);
+    if (this.lines.length > 0) {
+      const text = this.lines.length === 1 ? this.lines[0] : this.lines.join('');
+      this.lines = [];
+      this.out.write(text);
+    }
+    cb?.();
   }
 }

@@ -58,8 +58,9 @@ export function normalizeScopes(scopes: Iterable<string>): string[] {
 /**
  * normalizeScopes of the union of two normalized sets, in time linear in their sizes: each keeps what the other's `*`
  * scopes do not cover (its own cover nothing more of it), and the two sorted lists are merged. A run's certificate (3
- * scopes) with what the anonymous role grants (12) is expanded on every report a worker makes: normalizing their union
- * again took ~10 µs of an idle core, this ~3 (docs/bench-journal/2026-11-28.md § Late morning of 2026-11-28).
+ * scopes) with what the anonymous role grants (12) is expanded on every report a worker makes: the whole expansion took
+ * 10.3-12.8 µs of an idle core normalizing their union again, 6.0-7.2 with this (docs/bench-journal/2026-11-28.md
+ * § Late morning of 2026-11-28).
  */
 export function mergeNormalized(a: readonly string[], b: readonly string[]): string[] {
   const starsOf = (set: readonly string[]) => set.filter((s) => s.endsWith('*')).map((s) => s.slice(0, -1));

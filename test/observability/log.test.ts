@@ -106,6 +106,12 @@ test('stdout gets the lines of one turn in one write, in order, and the next tur
   dest.write('{"msg":"completed 1"}\n');
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(writes, ['{"msg":"claimed 1"}\n{"msg":"claimed 2"}\n', '{"msg":"completed 1"}\n']);
+  // pino's logger.flush(cb): what waits is written, then the callback
+  dest.write('{"msg":"last"}\n');
+  let called = false;
+  dest.flush(() => (called = true));
+  assert.ok(called);
+  assert.equal(writes.at(-1), '{"msg":"last"}\n');
 });
 
 test("a process's last lines are written when it exits in the turn that logged them (a fatal line, then process.exit)", () => {
