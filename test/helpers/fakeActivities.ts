@@ -1,7 +1,7 @@
 import type { Activities, DispatchResult, PublishResult } from '../../src/activities/index.js';
 import type { GraphMeta, NodePage, Resolution } from '../../src/workflows/contract.js';
 import type { DispatchItem } from '../../src/workflows/graphModel.js';
-import { pageFor, type NodeSpec } from './graphPages.js';
+import { pageFor, slicePage, type NodeSpec } from './graphPages.js';
 
 /**
  * A fake scheduler back end for workflow tests: the graph's nodes in memory, every dispatch and
@@ -96,19 +96,7 @@ function makeFakeActivities(self: FakeGraph): Activities {
     if (!page) throw new Error(`fake: no page at ${from}`);
     const a = from - page.fromIdx;
     const b = Math.min(page.taskIds.length / 22, a + limit);
-    if (a === 0 && b === page.taskIds.length / 22) return page;
-    const edgesBefore = (k: number) => page.requireCounts.slice(0, k).reduce((x, y) => x + y, 0);
-    return {
-      fromIdx: from,
-      taskIds: page.taskIds.slice(a * 22, b * 22),
-      members: page.members.slice(a, b),
-      modes: page.modes.slice(a, b),
-      requireCounts: page.requireCounts.slice(a, b),
-      requires: page.requires.slice(edgesBefore(a), edgesBefore(b)),
-      rerunsLeft: page.rerunsLeft.slice(a, b),
-      labels: page.labels.slice(a, b),
-      ...(page.queueStates !== undefined ? { queueStates: page.queueStates.slice(a, b), latestRuns: page.latestRuns?.slice(a, b) } : {}),
-    };
+    return a === 0 && b === page.taskIds.length / 22 ? page : slicePage(page, a, b);
   };
   const impl = {
     async createGraph() {

@@ -36,3 +36,19 @@ export function pageFor(specs: NodeSpec[], fromIdx = 0, known = new Map<string, 
   }
   return { page, ids };
 }
+
+/** The nodes [from, to) of a page, as loadNodes returns them when asked for that range. */
+export function slicePage(page: NodePage, from: number, to: number): NodePage {
+  const edgesBefore = (k: number) => page.requireCounts.slice(0, k).reduce((a, b) => a + b, 0);
+  return {
+    fromIdx: page.fromIdx + from,
+    taskIds: page.taskIds.slice(from * 22, to * 22),
+    members: page.members.slice(from, to),
+    modes: page.modes.slice(from, to),
+    requireCounts: page.requireCounts.slice(from, to),
+    requires: page.requires.slice(edgesBefore(from), edgesBefore(to)),
+    rerunsLeft: page.rerunsLeft.slice(from, to),
+    labels: page.labels.slice(from, to),
+    ...(page.queueStates ? { queueStates: page.queueStates.slice(from, to), latestRuns: page.latestRuns?.slice(from, to) } : {}),
+  };
+}

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { GraphModel, NODE, NODE_STATE_NAMES } from '../../src/workflows/graphModel.js';
 import fc from 'fast-check';
 import type { NodePage } from '../../src/workflows/contract.js';
-import { pageFor, type NodeSpec } from '../helpers/graphPages.js';
+import { pageFor, slicePage, type NodeSpec } from '../helpers/graphPages.js';
 import { fuzzParameters } from '../helpers/fuzz.js';
 
 function build(specs: NodeSpec[]) {
@@ -260,22 +260,6 @@ test('a rerun the queue refuses (50 runs, deadline) keeps the failure, so the gr
   assert.equal(g.model.rerunRefused(g.id('flaky'), 'failed'), false, 'a second report changes nothing');
   assert.equal(g.model.rerunRefused(g.id('after'), 'failed'), false, 'a waiting node is not touched');
 });
-
-/** The nodes [from, to) of a page, as loadNodes returns them when asked for that range. */
-function slicePage(page: NodePage, from: number, to: number): NodePage {
-  const edgesBefore = (k: number) => page.requireCounts.slice(0, k).reduce((a, b) => a + b, 0);
-  return {
-    fromIdx: page.fromIdx + from,
-    taskIds: page.taskIds.slice(from * 22, to * 22),
-    members: page.members.slice(from, to),
-    modes: page.modes.slice(from, to),
-    requireCounts: page.requireCounts.slice(from, to),
-    requires: page.requires.slice(edgesBefore(from), edgesBefore(to)),
-    rerunsLeft: page.rerunsLeft.slice(from, to),
-    labels: page.labels.slice(from, to),
-    ...(page.queueStates ? { queueStates: page.queueStates.slice(from, to), latestRuns: page.latestRuns?.slice(from, to) } : {}),
-  };
-}
 
 /** Loads `page` cut at the given points, as a run loads a graph of more than one page. */
 function loadInPages(page: NodePage, cuts: number[], carried?: ReturnType<typeof GraphModel.decodeCarried>): GraphModel {
