@@ -271,9 +271,15 @@ export async function openArtifactData(db: Queryable, a: { taskId: string; runId
   );
   if (!rows[0]?.first) return undefined;
   const { version, length, first } = rows[0];
+  const total = length === null ? undefined : Number(length);
   async function* chunks(): AsyncGenerator<Buffer> {
+    let sent = (first as Buffer).length;
     yield first as Buffer;
     for (let seq = 1; ; seq++) {
+      // Every byte the upload recorded is out: the reader has its whole answer and may already have sent its next
+      // request on this connection. Reading on would fail the answer if an upload replaced the artifact since,
+      // and closing the connection under that next request fails it too (a keep-alive client's "other side closed").
+      if (total !== undefined && sent >= total) return;
       const next = await db.query<{ version: string | null; data: Buffer | null }>(
         `SELECT (SELECT a.xmin::text FROM artifacts a WHERE a.task_id = $1 AND a.run_id = $2 AND a.name = $3) AS version,
                 (SELECT d.data FROM artifact_data d WHERE d.task_id = $1 AND d.run_id = $2 AND d.name = $3 AND d.seq = $4) AS data`,
@@ -281,10 +287,11 @@ export async function openArtifactData(db: Queryable, a: { taskId: string; runId
       );
       if (next.rows[0].version !== version) throw new Error(`artifact ${a.name} of ${a.taskId}/${a.runId} was uploaded again during the download`);
       if (!next.rows[0].data) return;
+      sent += next.rows[0].data.length;
       yield next.rows[0].data;
     }
   }
-  return { length: length === null ? undefined : Number(length), chunks: chunks() };
+  return { length: total, chunks: chunks() };
 }
 
 /** The latest run's id (Taskcluster's "latest" artifact endpoints); 404 when the task has no run. */

@@ -207,21 +207,27 @@ test('Postgres refusing the app role for a while (NOLOGIN, then its CONNECTION L
   ];
   for (const [n, outage] of outages.entries()) {
     await admin.query(outage.start);
-    await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [names.app]);
-    const answers: { status?: number; body?: { code?: string; message?: string; requestInfo?: unknown } }[] = [];
+    // A session the API was opening as the ALTER committed got past the login check before it and can show up in
+    // pg_stat_activity only after a first look: end the role's sessions until two looks 100 ms apart find none.
+    let quiet = 0;
+    while (quiet < 2) {
+      const { rowCount } = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [names.app]);
+      quiet = rowCount ? 0 : quiet + 1;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const answers: { request: string; status?: number; body?: { code?: string; message?: string; requestInfo?: unknown } }[] = [];
     for (let i = 0; i < 5; i++) {
       const settle = (call: Promise<unknown>) =>
         call.then(
           () => ({ status: 200 }),
           (err: { status?: number; body?: { code?: string } }) => ({ status: err.status, body: err.body }),
         );
-      answers.push(
-        ...(await Promise.all([
-          settle(client.request('queue', 'PUT', `/task/${slugid.nice()}`, task(`during ${i}`))),
-          settle(client.request('queue', 'GET', `/task/${before}/status`)),
-          settle(client.request('queue', 'POST', '/claim-work/tgs-test/outage', { workerGroup: 'g', workerId: 'w', tasks: 1 })),
-        ])),
-      );
+      const [created, status, claimed] = await Promise.all([
+        settle(client.request('queue', 'PUT', `/task/${slugid.nice()}`, task(`during ${i}`))),
+        settle(client.request('queue', 'GET', `/task/${before}/status`)),
+        settle(client.request('queue', 'POST', '/claim-work/tgs-test/outage', { workerGroup: 'g', workerId: 'w', tasks: 1 })),
+      ]);
+      answers.push({ request: 'createTask', ...created }, { request: 'status', ...status }, { request: 'claimWork', ...claimed });
       await new Promise((r) => setTimeout(r, 300));
     }
     assert.equal(api.child.exitCode, null, `tgs api exited:\n${api.output()}`);

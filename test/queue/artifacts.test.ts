@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { startTestApi, type Credentials, type TestApi } from '../../support/api.js';
 import { fastTask } from '../../support/graphs.js';
+import { openArtifactData } from '../../src/queue/artifacts.js';
 
 let t: TestApi;
 before(async () => {
@@ -63,6 +64,21 @@ test('s3 artifact: create with run credentials, PUT the bytes, read back through
   assert.equal(rows[0].routing_key, `${taskId}.0.grp.wkr.tgs-test.art1.-.${taskId}._`);
   assert.deepEqual(rows[0].payload.artifact, { storageType: 's3', name, expires: rows[0].payload.artifact.expires, contentType: 'text/plain' });
   assert.equal(rows[0].payload.workerGroup, 'grp');
+});
+
+test('a download that has sent every recorded byte ends cleanly even if the artifact is uploaded again before its reader asks for more', async () => {
+  // A keep-alive client that has its whole answer sends its next request on the same connection; a download that
+  // then read on, saw the new version and failed would close that connection under the next request.
+  const { taskId, creds } = await running('art-done');
+  const name = 'public/done.txt';
+  const created = await q('POST', `/task/${taskId}/runs/0/artifacts/${name}`, { storageType: 's3', contentType: 'text/plain', expires: inAnHour() }, creds);
+  assert.equal((await put(created.body.putUrl, 'all of it\n', 'text/plain')).status, 200);
+  const data = await openArtifactData(t.db.pool, { taskId, runId: 0, name });
+  assert.equal(data?.length, 10);
+  assert.equal((await data!.chunks.next()).value?.toString(), 'all of it\n');
+  const again = await q('POST', `/task/${taskId}/runs/0/artifacts/${name}`, { storageType: 's3', contentType: 'text/plain', expires: inAnHour() }, creds);
+  assert.equal((await put(again.body.putUrl, 'a new version\n', 'text/plain')).status, 200);
+  assert.deepEqual(await data!.chunks.next(), { done: true, value: undefined });
 });
 
 test('binary and JSON bodies are stored byte for byte; %2F-encoded names work as well', async () => {
