@@ -33,18 +33,20 @@ const canAssume = (scope: string) => ASSUME_PREFIX.test(scope);
 /** What follows `assume:` in a scope that can assume roles (`*` for `assume*`, `*`, ...). */
 const assumeInput = (scope: string) => (scope.startsWith('assume:') ? scope.slice('assume:'.length) : '*');
 
+/** The prefixes of a set's `*` scopes: each without its `*`. */
+const starPrefixesOf = (scopes: readonly string[]) => scopes.filter((s) => s.endsWith('*')).map((s) => s.slice(0, -1));
+
 /**
- * Uniq, drop scopes a `*` scope of the set already covers, sort. With many star scopes, each scope's prefixes
- * are looked up in a set of star prefixes (linear in the total length) instead of comparing with every star
- * scope (quadratic: 10,000 star scopes in one expandScopes body would cost 10^8 comparisons).
+ * Whether a scope is covered by one of the `*` scopes with these prefixes: `<p>*` covers what starts with p, but not
+ * itself. With many star scopes, each scope's prefixes are looked up in a set of the star prefixes (linear in the
+ * total length) instead of comparing with every star scope (quadratic: 10,000 star scopes in one expandScopes body
+ * would cost 10^8 comparisons).
  */
-export function normalizeScopes(scopes: Iterable<string>): string[] {
-  const unique = [...new Set(scopes)];
-  const stars = unique.filter((s) => s.endsWith('*')).map((s) => s.slice(0, -1));
+function coveredByStars(prefixes: readonly string[]): (scope: string) => boolean {
   // the usual case, a few star scopes: compare with each
-  if (stars.length <= 16) return unique.filter((s) => !stars.some((p) => s.startsWith(p) && s !== `${p}*`)).sort();
-  const starPrefixes = new Set(stars);
-  const covered = (s: string) => {
+  if (prefixes.length <= 16) return (s) => prefixes.some((p) => s.startsWith(p) && s !== `${p}*`);
+  const starPrefixes = new Set(prefixes);
+  return (s) => {
     // a star scope covers itself only through a shorter prefix
     const longest = s.endsWith('*') ? s.length - 1 : s.length;
     for (let i = 0; i <= longest; i++) {
@@ -52,6 +54,12 @@ export function normalizeScopes(scopes: Iterable<string>): string[] {
     }
     return false;
   };
+}
+
+/** Uniq, drop scopes a `*` scope of the set already covers, sort. */
+export function normalizeScopes(scopes: Iterable<string>): string[] {
+  const unique = [...new Set(scopes)];
+  const covered = coveredByStars(starPrefixesOf(unique));
   return unique.filter((s) => !covered(s)).sort();
 }
 
@@ -63,13 +71,12 @@ export function normalizeScopes(scopes: Iterable<string>): string[] {
  * § Late morning of 2026-11-28).
  */
 export function mergeNormalized(a: readonly string[], b: readonly string[]): string[] {
-  const starsOf = (set: readonly string[]) => set.filter((s) => s.endsWith('*')).map((s) => s.slice(0, -1));
-  // as normalizeScopes: `<p>*` covers what starts with p, but not itself
-  const coveredBy = (stars: string[]) => (s: string) => stars.some((p) => s.startsWith(p) && !(s.length === p.length + 1 && s.endsWith('*')));
-  const starsA = starsOf(a);
-  const starsB = starsOf(b);
-  const keptA = starsB.length === 0 ? a : a.filter((s) => !coveredBy(starsB)(s));
-  const keptB = starsA.length === 0 ? b : b.filter((s) => !coveredBy(starsA)(s));
+  const starsA = starPrefixesOf(a);
+  const starsB = starPrefixesOf(b);
+  const coveredByB = coveredByStars(starsB);
+  const coveredByA = coveredByStars(starsA);
+  const keptA = starsB.length === 0 ? a : a.filter((s) => !coveredByB(s));
+  const keptB = starsA.length === 0 ? b : b.filter((s) => !coveredByA(s));
   const merged: string[] = [];
   let i = 0;
   let j = 0;

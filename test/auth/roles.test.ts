@@ -89,6 +89,15 @@ test('two normalized sets merged are their union normalized (property; how an ex
     }),
     { numRuns: 2000 },
   );
+  // sets that mostly hold more than 16 star scopes once normalized (27 prefixes of length 3 cannot cover one another):
+  // the prefix-set path
+  const many = fc.array(fc.oneof({ arbitrary: fc.stringMatching(/^[ab:]{3}\*$/), weight: 2 }, { arbitrary: fc.stringMatching(/^[ab:]{0,5}$/), weight: 1 }), { minLength: 30, maxLength: 60 });
+  fc.assert(
+    fc.property(many, many, (a, b) => {
+      assert.deepEqual(mergeNormalized(normalizeScopes(a), normalizeScopes(b)), normalizeScopes([...a, ...b]));
+    }),
+    { numRuns: 300 },
+  );
 });
 
 test('expansion is cached per assume set and unchanged on a second call; other scopes pass through', () => {
