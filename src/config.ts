@@ -1,4 +1,3 @@
-import { parseCacheTiers } from './taskCache/tiers.js';
 
 /** All configuration comes from the environment; every variable is documented in docs/configuration.md. */
 export interface Config {
@@ -204,4 +203,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     ...overrides,
   };
   return config;
+}
+
+// Cache tiers' names are read with the rest of the configuration; what a tier means is src/taskCache/tiers.ts.
+/** A tier's or a cache name's characters: one index path part, and a routing-key word. */
+export const CACHE_WORD = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** TGS_CACHE_TIERS: comma-separated, highest first; unset or empty: one tier, `default`. */
+export function parseCacheTiers(raw: string | undefined): string[] {
+  const tiers = (raw ?? '').split(',').map((t) => t.trim()).filter(Boolean);
+  for (const t of tiers) {
+    if (!CACHE_WORD.test(t)) throw new Error(`TGS_CACHE_TIERS must be comma-separated tier names of letters, digits, _ and - (at most 64 each), got ${JSON.stringify(t)}`);
+  }
+  if (new Set(tiers).size !== tiers.length) throw new Error(`TGS_CACHE_TIERS names a tier twice: ${JSON.stringify(raw)}`);
+  return tiers.length > 0 ? tiers : ['default'];
 }

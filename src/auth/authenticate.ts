@@ -1,27 +1,14 @@
 import { timingSafeEqual } from 'node:crypto';
 import hawk from 'hawk';
 import { TgsError } from '../errors.js';
+import type { ClientRecord, ClientStore, ExtContent } from './types.js';
 import { isPostgresUnavailable } from '../db/unavailable.js';
 import { ISSUER_CLIENT_ID } from './clients.js';
 import { CertificateCache, type VerifiedCertificate } from './certificateCache.js';
 import { NonceCache } from './nonceCache.js';
 import { scopeSatisfied } from './scopes.js';
+export type { ClientRecord, ClientStore, ExtContent } from './types.js';
 import { certificateSignature, temporaryAccessToken, type Certificate } from './temporaryCredentials.js';
-
-export interface ClientRecord {
-  clientId: string;
-  accessToken: string;
-  scopes: string[];
-  expires?: Date;
-  /** A disabled client cannot authenticate (auth API disableClient). */
-  disabled?: boolean;
-  /** The roles generation read with the record, when it was read from Postgres. */
-  rolesGeneration?: number;
-}
-
-export interface ClientStore {
-  get(clientId: string): Promise<ClientRecord | undefined>;
-}
 
 export interface AuthContext {
   /** undefined for an unauthenticated request, which has no scopes. */
@@ -73,12 +60,6 @@ const CERTIFICATE_DRIFT_MS = 5 * 60 * 1000;
 const MAX_CERTIFICATE_LIFETIME_MS = 31 * 24 * 60 * 60 * 1000;
 
 const authFailed = (message: string) => new TgsError('AuthenticationFailed', message);
-
-/** The Hawk `ext`, decoded. */
-export interface ExtContent {
-  certificate?: Certificate | string;
-  authorizedScopes?: unknown;
-}
 
 function parseExt(ext: string | undefined): ExtContent {
   if (!ext) return {};

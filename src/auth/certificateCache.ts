@@ -1,4 +1,4 @@
-import type { ExtContent } from './authenticate.js';
+import type { ExtContent } from './types.js';
 
 /**
  * Temporary-credential certificates that verified, so a certificate used again skips decoding the Hawk `ext`,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../db/pool.js';
 import { ROOT_CLIENT_ID } from '../config.js';
 import { TgsError } from '../errors.js';
-import type { ClientRecord, ClientStore } from './authenticate.js';
+import type { ClientRecord, ClientStore } from './types.js';
 
 /** The queue signs workers' per-run temporary credentials with this client's token. */
 export const ISSUER_CLIENT_ID = 'static/tgs/queue';

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { parse as parseYaml } from 'yaml';
 import type { TaskGraphNode } from '../client/tgsClient.js';
-import { DurationError, parseDuration } from './duration.js';
+import { DurationError, parseDuration } from '../duration.js';
 
 /** json-e's `$fromNow`: `"2 hours"`, `"1 day 30 minutes"`, `"-15 min"` → an ISO date relative to `now`. */
 export function fromNow(spec: string, now: number): string {

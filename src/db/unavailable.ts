@@ -1,4 +1,4 @@
-import { isUnreachable } from '../cli/untilConnected.js';
+import { isUnreachable } from '../untilConnected.js';
 
 /**
  * SQLSTATEs of a Postgres that refuses or ends sessions for a while, as a managed service does during a failover,

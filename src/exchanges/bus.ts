@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
-import amqp, { type ConsumeMessage, type Message, type Options, type SocketOptions } from 'amqplib';
+import amqp, { type SocketOptions } from 'amqplib';
 import { connectMemoryBus, isMemoryBusUrl } from './busMemory.js';
+import type { BusChannel, BusConnection } from './busTypes.js';
 
 /**
  * The message bus the relay publishes to and the bridge (and tests) consume from: the subset of AMQP
@@ -8,42 +9,7 @@ import { connectMemoryBus, isMemoryBusUrl } from './busMemory.js';
  * - RabbitMQ (`amqp://` / `amqps://` URLs): amqplib's connection, unchanged;
  * - in-process (`memory://<name>` URLs, src/exchanges/busMemory.ts): `tgs dev` without AMQP_URL.
  */
-export type BusMessage = ConsumeMessage;
-
-export interface BusChannel {
-  assertExchange(exchange: string, type: 'topic', options?: Options.AssertExchange): Promise<unknown>;
-  deleteExchange(exchange: string): Promise<unknown>;
-  /** An empty name makes the broker generate one (returned in `queue`). */
-  assertQueue(queue?: string, options?: Options.AssertQueue): Promise<{ queue: string; messageCount: number; consumerCount: number }>;
-  deleteQueue(queue: string): Promise<unknown>;
-  bindQueue(queue: string, exchange: string, pattern: string): Promise<unknown>;
-  unbindQueue(queue: string, exchange: string, pattern: string): Promise<unknown>;
-  prefetch(count: number): Promise<unknown>;
-  /** `options.CC`: more routing keys (RabbitMQ's sender-selected distribution); `messageId` is kept. */
-  publish(exchange: string, routingKey: string, content: Buffer, options?: Options.Publish): boolean;
-  consume(queue: string, onMessage: (msg: BusMessage | null) => void, options?: Options.Consume): Promise<{ consumerTag: string }>;
-  cancel(consumerTag: string): Promise<unknown>;
-  ack(message: Message, allUpTo?: boolean): void;
-  nack(message: Message, allUpTo?: boolean, requeue?: boolean): void;
-  on(event: 'error', listener: (err: Error) => void): unknown;
-  on(event: 'close', listener: () => void): unknown;
-  close(): Promise<void>;
-}
-
-export interface BusConfirmChannel extends BusChannel {
-  /** Resolves once the broker has taken every message published so far; rejects if it refused one. */
-  waitForConfirms(): Promise<void>;
-}
-
-export interface BusConnection {
-  /** The node this connection reached, without credentials (`amqp://h2:5672`; the `memory://` URL itself). */
-  node?: string;
-  createChannel(): Promise<BusChannel>;
-  createConfirmChannel(): Promise<BusConfirmChannel>;
-  on(event: 'error', listener: (err: Error) => void): unknown;
-  on(event: 'close', listener: (err?: Error) => void): unknown;
-  close(): Promise<void>;
-}
+export type { BusMessage, BusChannel, BusConfirmChannel, BusConnection } from './busTypes.js';
 
 /**
  * The nodes of an `AMQP_URL`: one URL, or several separated by commas (the nodes of one RabbitMQ cluster, each with

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import type { Message, MessageProperties, Options } from 'amqplib';
-import type { BusChannel, BusConfirmChannel, BusConnection, BusMessage } from './bus.js';
+import type { BusChannel, BusConfirmChannel, BusConnection, BusMessage } from './busTypes.js';
 import { logger } from '../log.js';
 
 /**

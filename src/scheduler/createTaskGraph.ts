@@ -6,7 +6,7 @@ import { validateInput } from '../api/validate.js';
 import type { ScopeExpression } from '../auth/scopes.js';
 import { graphEnvelopeSchema } from './graphSchema.js';
 import { GraphIntake, readGraphBody, type LabelledTask } from './graphIntake.js';
-import { graphHash } from './graphHash.js';
+import { graphHash } from '../canonicalJson.js';
 import { graphTaskIds } from './graphTaskIds.js';
 import { bodyMembers, type GraphBody } from './bodyMembers.js';
 import { getGraph, setNodeCounts, type GraphRow } from './graphStore.js';

@@ -9,7 +9,7 @@ import { createTaskScopes } from '../queue/createTaskScopes.js';
 import type { TaskDefinition } from '../queue/definition.js';
 import { graphNodeSchema, LABEL_PATTERN, type GraphNodeInput } from './graphSchema.js';
 import { describeGraphErrors, prepareNode, substitute, type GraphErrors } from './prepareGraph.js';
-import { canonicalDigest } from './graphHash.js';
+import { canonicalDigest } from '../canonicalJson.js';
 import { memberNodesInsert } from './graphStore.js';
 import { ByteRecords, Int32Blocks } from './blocks.js';
 import { LabelTable } from './labelTable.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { canonicalDigest } from '../scheduler/graphHash.js';
+import { canonicalDigest } from '../canonicalJson.js';
 
 /**
  * A cached node's key (docs/formats.md § Cached tasks): computed by tgs from what the task does, never taken from

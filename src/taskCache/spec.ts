@@ -1,4 +1,4 @@
-import { DurationError, parseDuration } from '../cli/duration.js';
+import { DurationError, parseDuration } from '../duration.js';
 import { defaultTier } from './tiers.js';
 
 /** `use`: look up when ready, write on a miss; `refresh`: run and overwrite the entry; `off`: neither. */

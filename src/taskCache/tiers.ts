@@ -6,8 +6,7 @@
  * reuses a pull request's (a lower tier is writable by less trusted submitters, so its entries could be poisoned).
  */
 
-/** A tier's or a cache name's characters: one index path part, and a routing-key word. */
-export const CACHE_WORD = /^[A-Za-z0-9_-]{1,64}$/;
+export { CACHE_WORD, parseCacheTiers } from '../config.js';
 
 /** The index namespace every cache entry lives under. */
 export const CACHE_NAMESPACE = 'tgs.cache';
@@ -23,13 +22,3 @@ export function tiersToSearch(tiers: readonly string[], tier: string): string[] 
 
 /** A node without `tier` is in the lowest. */
 export const defaultTier = (tiers: readonly string[]) => tiers[tiers.length - 1];
-
-/** TGS_CACHE_TIERS: comma-separated, highest first; unset or empty: one tier, `default`. */
-export function parseCacheTiers(raw: string | undefined): string[] {
-  const tiers = (raw ?? '').split(',').map((t) => t.trim()).filter(Boolean);
-  for (const t of tiers) {
-    if (!CACHE_WORD.test(t)) throw new Error(`TGS_CACHE_TIERS must be comma-separated tier names of letters, digits, _ and - (at most 64 each), got ${JSON.stringify(t)}`);
-  }
-  if (new Set(tiers).size !== tiers.length) throw new Error(`TGS_CACHE_TIERS names a tier twice: ${JSON.stringify(raw)}`);
-  return tiers.length > 0 ? tiers : ['default'];
-}

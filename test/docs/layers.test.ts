@@ -142,8 +142,6 @@ const KNOWN: string[] = [
   'src/auth/api/schemas.ts → src/api/endpoint.ts',
   'src/auth/api/schemas.ts → src/api/paging.ts',
   'src/auth/api/scopes.ts → src/api/endpoint.ts',
-  'src/config.ts → src/taskCache/tiers.ts',
-  'src/db/unavailable.ts → src/cli/untilConnected.ts',
   'src/exchanges/outboxMessage.ts → src/queue/messages.ts',
   'src/exchanges/outboxMessage.ts → src/queue/taskRow.ts',
   'src/exchanges/outboxMessage.ts → src/indexService/completions.ts',
@@ -162,14 +160,10 @@ const KNOWN: string[] = [
   'src/taskCache/api.ts → src/scheduler/graphSchema.ts',
   'src/taskCache/api.ts → src/scheduler/api/shapes.ts',
   'src/taskCache/graphKeys.ts → src/scheduler/prepareGraph.ts',
-  'src/taskCache/key.ts → src/scheduler/graphHash.ts',
-  'src/taskCache/spec.ts → src/cli/duration.ts',
   'src/temporal/schedulerWorker.ts → src/activities/index.ts',
   'src/workflows/activityProxies.ts → src/activities/index.ts',
   'src/workflows/graphRun.ts → src/activities/index.ts',
   'src/workflows/hookFire.ts → src/activities/index.ts',
-  'src/auth/authenticate.ts ↔ src/auth/certificateCache.ts ↔ src/auth/clients.ts',
-  'src/exchanges/bus.ts ↔ src/exchanges/busMemory.ts',
   'src/api/deps.ts ↔ src/api/endpoint.ts ↔ src/api/errorReply.ts ↔ src/api/validate.ts ↔ src/hooks/fire.ts ↔ src/hooks/fireGraph.ts ↔ src/hooks/listener.ts ↔ src/hooks/messageFire.ts ↔ src/observability/metrics.ts ↔ src/queue/api/resolutions.ts ↔ src/queue/api/schemas.ts ↔ src/queue/claimWork.ts ↔ src/queue/createTasks.ts ↔ src/queue/definition.ts ↔ src/queue/messages.ts ↔ src/queue/resolveTask.ts ↔ src/queue/workerStream/frames.ts ↔ src/queue/workerStream/session.ts ↔ src/queue/workerStream/streams.ts ↔ src/scheduler/createTaskGraph.ts ↔ src/scheduler/graphGroup.ts ↔ src/scheduler/graphIntake.ts ↔ src/scheduler/graphSchema.ts ↔ src/scheduler/prepareGraph.ts ↔ src/taskCache/graphKeys.ts',
 ];
 

@@ -6,7 +6,7 @@ import { startTestApi, type TestApi } from '../../support/api.js';
 import { fastTask, graphOf } from '../../support/graphs.js';
 import { objectMembers } from '../../src/api/jsonObjectStream.js';
 import { createTaskGraph } from '../../src/scheduler/createTaskGraph.js';
-import { graphHash } from '../../src/scheduler/graphHash.js';
+import { graphHash } from '../../src/canonicalJson.js';
 import { GraphIntake, INTAKE_CHUNK, readGraphBody } from '../../src/scheduler/graphIntake.js';
 import { TASK_BODY_LIMIT } from '../../src/api/bodyLimits.js';
 import { databaseCounts } from '../helpers/dbState.js';

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { buildApi } from '../../api/app.js';
 import { registerService } from '../service.js';
 import { onShutdown } from '../shutdown.js';
-import { untilConnected } from '../untilConnected.js';
+import { untilConnected } from '../../untilConnected.js';
 import { ensureDatabase } from '../../db/migrate.js';
 
 export function registerApiCommand(program: Command): void {

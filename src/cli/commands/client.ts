@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ApiClient, TgsApiError } from '../../client/http.js';
 import { requireCredentials } from '../../client/credentials.js';
-import { DurationError, parseDuration } from '../duration.js';
+import { DurationError, parseDuration } from '../../duration.js';
 import { withClient } from '../withClient.js';
 
 interface ClientInfo {

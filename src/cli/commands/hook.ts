@@ -2,7 +2,7 @@ import { readNamedFile } from '../graphFile.js';
 import type { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { requireCredentials, resolveCredentials, type ResolvedCredentials } from '../../client/credentials.js';
-import { DurationError, parseDuration } from '../duration.js';
+import { DurationError, parseDuration } from '../../duration.js';
 import { withClient } from '../withClient.js';
 
 /**

@@ -5,7 +5,7 @@ import { installTemporalRuntime } from '../../observability/temporalRuntime.js';
 import { createSchedulerWorker, ensureSearchAttributes } from '../../temporal/schedulerWorker.js';
 import { registerService } from '../service.js';
 import { onShutdown } from '../shutdown.js';
-import { untilConnected } from '../untilConnected.js';
+import { untilConnected } from '../../untilConnected.js';
 
 export function registerSchedulerWorkerCommand(program: Command): void {
   registerService(program, 'scheduler-worker', 'run the Temporal worker for task-graph workflows and their activities', async ({ config, log, metrics }) => {

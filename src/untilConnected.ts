@@ -1,4 +1,4 @@
-import { OutageLog } from '../outageLog.js';
+import { OutageLog } from './outageLog.js';
 
 const TRANSIENT_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'EPIPE',

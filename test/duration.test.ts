@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DurationError, parseDuration } from '../../src/cli/duration.js';
-import { parseExpires } from '../../src/cli/commands/client.js';
+import { DurationError, parseDuration } from '../src/duration.js';
+import { parseExpires } from '../src/cli/commands/client.js';
 
 test('durations: abbreviated and spelled-out units, several terms, a sign', () => {
   assert.equal(parseDuration('30d'), 30 * 86_400_000);

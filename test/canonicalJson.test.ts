@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { graphHash } from '../../src/scheduler/graphHash.js';
+import { graphHash } from '../src/canonicalJson.js';
 
 /** The canonical form as it was first built (one string): stored graph_hash values were made from it. */
 function canonicalString(value: unknown): string {
