@@ -27,7 +27,7 @@ import { WorkerStreams } from '../queue/workerStream/streams.js';
 import { expandingClientStore, RoleCache } from '../auth/roleStore.js';
 import { createApiServer, type ApiServerOptions } from './server.js';
 import { registerUi } from './ui.js';
-import { registerHttpMetrics } from '../observability/httpMetrics.js';
+import { registerHttpMetrics } from './httpMetrics.js';
 import { observeQueueDatabase } from '../observability/metrics.js';
 import { gracefulStopper } from './gracefulStop.js';
 

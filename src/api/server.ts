@@ -98,7 +98,7 @@ export interface ApiServerOptions {
   validateOutput?: boolean;
   /**
    * A pino logger (src/log.ts): request lines carry `reqId` (a fresh UUID per request);
-   * src/observability/httpMetrics.ts logs each request. Absent: no request logging (tests).
+   * src/api/httpMetrics.ts logs each request. Absent: no request logging (tests).
    */
   logger?: FastifyBaseLogger;
 }

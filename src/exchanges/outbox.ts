@@ -8,6 +8,9 @@ export const DEFERRED_CHANNEL = 'tgs_outbox_deferred';
 /** An SQL expression: the messages the relay has not published yet, in the outbox and its deferred lane. */
 export const UNPUBLISHED_COUNT = '((SELECT count(*) FROM outbox) + (SELECT count(*) FROM outbox_deferred))';
 
+/** An SQL expression: the rows in outbox_dead_letters (the gauge tgs_outbox_dead_letters). */
+export const DEAD_LETTER_COUNT = '(SELECT count(*) FROM outbox_dead_letters)';
+
 export interface OutboxMessage {
   /** Full exchange name, prefix included (see queueExchangeName and schedulerExchangeName in exchanges.ts). */
   exchange: string;

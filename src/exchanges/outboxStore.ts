@@ -184,8 +184,6 @@ export async function moveToDeadLetters(db: Queryable, rows: Array<{ row: Outbox
   return moved.sort((a, b) => a.id - b.id);
 }
 
-/** An SQL expression: the rows in outbox_dead_letters (the gauge tgs_outbox_dead_letters). */
-export const DEAD_LETTER_COUNT = '(SELECT count(*) FROM outbox_dead_letters)';
 
 
 /** A dead letter as `tgs dead-letters list` shows it. */

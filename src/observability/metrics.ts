@@ -2,10 +2,8 @@ import client from 'prom-client';
 import { withinTime } from '../withinTime.js';
 import type pg from 'pg';
 import { logger } from '../log.js';
-import { isPendingSql } from '../queue/taskRow.js';
-import { UNPUBLISHED_COUNT } from '../exchanges/outbox.js';
-import { DEAD_LETTER_COUNT } from '../exchanges/outboxStore.js';
-import type { HookListenerStats } from '../hooks/listener.js';
+import { isPendingSql } from '../db/taskPredicates.js';
+import { DEAD_LETTER_COUNT, UNPUBLISHED_COUNT } from '../exchanges/outbox.js';
 
 /**
  * Every tgs metric, in one registry per process: `tgs dev` runs API, relay, bridge and scheduler worker in
@@ -231,10 +229,11 @@ function statsCounter<S extends object>(name: string, help: string, sources: Set
 }
 
 interface RelayStatsView { published: number; reconnects: number; active: boolean; deadLettered: number }
+interface HookListenerStatsView { messages: number; created: number; requeued: number }
 interface BridgeStatsView { received: number; signals: number; resolutionsForwarded: number; dropped: number; requeued: number; deadLettered?: number }
 const relays = new Set<RelayStatsView>();
 const bridges = new Set<BridgeStatsView>();
-const hookListeners = new Set<HookListenerStats>();
+const hookListeners = new Set<HookListenerStatsView>();
 // Gauges holding running totals (prom-client's Counter cannot be set from a snapshot); `rate()` works on them
 // as on counters because they only grow during a process's life.
 statsCounter('tgs_relay_published_messages_total', 'Messages the relay published and RabbitMQ confirmed', relays, (s) => s.published);
@@ -283,7 +282,7 @@ export function observeRelay(databaseUrl: string, pool: pg.Pool, stats: RelaySta
 }
 
 /** The hook listener's counters. */
-export function observeHookListener(stats: HookListenerStats): () => void {
+export function observeHookListener(stats: HookListenerStatsView): () => void {
   hookListeners.add(stats);
   return () => hookListeners.delete(stats);
 }

@@ -9,7 +9,7 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-/** Where the Temporal SDK's own Prometheus exporter serves (src/observability/temporalRuntime.ts), once installed. */
+/** Where the Temporal SDK's own Prometheus exporter serves (src/temporal/runtime.ts), once installed. */
 let temporalMetricsUrl: string | undefined;
 export function setTemporalMetricsUrl(url: string | undefined): void {
   temporalMetricsUrl = url;

@@ -1,4 +1,5 @@
 import { anyOf, prepared, type Queryable } from '../db/pool.js';
+import { isUnresolvedSql } from '../db/taskPredicates.js';
 import { isResolved, type TaskState } from '../taskStates.js';
 import { MAX_RUNS, type RunOf } from './run.js';
 
@@ -27,13 +28,7 @@ export interface TaskRow {
   project_id: string;
 }
 
-/**
- * SQL: the task row (of `alias`) is pending, or unresolved (unscheduled, pending or running), written as the
- * partial indexes' predicates are (migration 019: functions whose selectivity the planner does not take from stale
- * statistics). A statement that wants those indexes says this, not `state = 'pending'`.
- */
-export const isPendingSql = (alias = '') => `tgs_task_pending(${alias ? `${alias}.` : ''}state)`;
-export const isUnresolvedSql = (alias = '') => `tgs_task_unresolved(${alias ? `${alias}.` : ''}state)`;
+export { isPendingSql, isUnresolvedSql } from '../db/taskPredicates.js';
 
 /** Columns for TaskRow (without the definition body; `routing`, `routes` and `tags` come out of it). */
 export const TASK_COLUMNS = `task_id, task_group_id, scheduler_id, provisioner_id, worker_type, priority, retries, retries_left,

@@ -4,7 +4,7 @@ import { PassThrough } from 'node:stream';
 import { spawnSync } from 'node:child_process';
 import { configureLogging, lineLogger, logger } from '../../src/log.js';
 import { TurnBufferedDestination } from '../../src/logDestination.js';
-import { temporalLogFunction } from '../../src/observability/temporalRuntime.js';
+import { temporalLogFunction } from '../../src/temporal/runtime.js';
 import { loadConfig, logLevelFromEnv, logFormatFromEnv } from '../../src/config.js';
 
 after(() => {

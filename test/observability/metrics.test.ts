@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import pino from 'pino';
 import amqp from 'amqplib';
-import { installTemporalRuntime } from '../../src/observability/temporalRuntime.js';
+import { installTemporalRuntime } from '../../src/temporal/runtime.js';
 import { startMetricsServer, type MetricsServer } from '../../src/observability/metricsServer.js';
 import { observeBridge, observeRelay } from '../../src/observability/metrics.js';
 import { eventually } from '../../support/stack.js';

@@ -25,7 +25,7 @@ import { configureLogging, lineLogger, logger, type LogFormat } from '../../log.
 import { logFormatFromEnv } from '../../config.js';
 import { observeBridge, observeHookListener, observeRelay } from '../../observability/metrics.js';
 import { startMetricsServer } from '../../observability/metricsServer.js';
-import { installTemporalRuntime } from '../../observability/temporalRuntime.js';
+import { installTemporalRuntime } from '../../temporal/runtime.js';
 
 /** Where `tgs dev --workers N` workers take their tasks from; graphs for them use these. */
 export const DEV_PROVISIONER_ID = 'tgs-dev';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { createPool } from '../../db/pool.js';
 import { migrate } from '../../db/migrate.js';
-import { installTemporalRuntime } from '../../observability/temporalRuntime.js';
+import { installTemporalRuntime } from '../../temporal/runtime.js';
 import { createSchedulerWorker, ensureSearchAttributes } from '../../temporal/schedulerWorker.js';
 import { registerService } from '../service.js';
 import { onShutdown } from '../shutdown.js';

@@ -1,8 +1,8 @@
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import type { LogLevel } from '@temporalio/common';
 import type { Logger } from 'pino';
-import { freePort } from '../temporal/devServer.js';
-import { setTemporalMetricsUrl } from './metricsServer.js';
+import { freePort } from './devServer.js';
+import { setTemporalMetricsUrl } from '../observability/metricsServer.js';
 
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
 const TEMPORAL_LEVEL: Record<string, LogLevel> = { trace: 'TRACE', debug: 'DEBUG', info: 'INFO', warn: 'WARN', error: 'ERROR', fatal: 'ERROR', silent: 'ERROR' };

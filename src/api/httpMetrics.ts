@@ -1,8 +1,8 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Histogram } from 'prom-client';
-import type { Endpoint } from '../api/endpoint.js';
-import { fastifyPath } from '../api/server.js';
-import { httpDuration } from './metrics.js';
+import type { Endpoint } from './endpoint.js';
+import { fastifyPath } from './server.js';
+import { httpDuration } from '../observability/metrics.js';
 
 type Child = Histogram.Internal<'service' | 'method' | 'status'>;
 
