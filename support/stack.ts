@@ -7,7 +7,7 @@ import { ensureSearchAttributes } from '../src/temporal/schedulerWorker.js';
 import { bridgeQueueName, startBridge } from '../src/bridge/bridge.js';
 import { bridgeDeadLetterName } from '../src/bridge/bridgeQueue.js';
 import { connectBus } from '../src/exchanges/bus.js';
-import { startRelay } from '../src/exchanges/relay.js';
+import { startRelay } from '../src/relay/relay.js';
 import type { ChildProcess } from 'node:child_process';
 import { ApiClient } from '../src/client/http.js';
 import { startTestApi, type TestApi } from './api.js';

@@ -9,7 +9,7 @@ import { NAMESPACE_SQL_PATTERN, upsertStatement } from './store.js';
  * `extra.index` has a rank, data or expires of another kind is not indexed (Taskcluster skips it the same way); a
  * route whose path is not a valid index path is skipped.
  *
- * Where: the relay (src/exchanges/relay.ts) deletes a batch's outbox rows only after RabbitMQ confirmed them; the
+ * Where: the relay (src/relay/relay.ts) deletes a batch's outbox rows only after RabbitMQ confirmed them; the
  * completions of the batch are indexed by the same statement as that delete. So no completion's row is gone
  * before its entries exist, and a batch published again after a crash upserts the same entries again (the upsert
  * is idempotent). A consumer of the exchange would miss the completions published before its queue was first

@@ -86,7 +86,7 @@ export function dependentTaskDefinedMessage(config: Config, row: TaskRow): Outbo
 /**
  * SQL: an INSERT of one outbox row per row of `from` (a CTE's RETURNING t.* of tasks just changed), each the row as a
  * TaskRow (the same columns a read returns) with its latest run, for the relay to render as an `exchange` message
- * (src/exchanges/relay.ts outboxMessage). The single statements that change tasks and announce them at once use it.
+ * (src/relay/relay.ts outboxMessage). The single statements that change tasks and announce them at once use it.
  */
 export function renderedMessagesInsert(from: string, exchange: QueueExchange): string {
   return renderedInsert(from, `'${exchange}'`);

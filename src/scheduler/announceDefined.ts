@@ -15,7 +15,7 @@ export const deferredDefinedInsert = (taskIds: string) => `INSERT INTO outbox_de
 
 /**
  * The task-defined messages of a graph's new tasks (`taskIds`, in their order), written to the outbox's deferred lane
- * (migration 021) in the caller's transaction for the relay to render (src/exchanges/relay.ts): thousands of them must
+ * (migration 021) in the caller's transaction for the relay to render (src/relay/relay.ts): thousands of them must
  * not hold up the messages written after them. For the graph intake, one chunk at a time as it writes the chunk's
  * tasks: the graph's routing may arrive after them, but the relay renders each message from the row as it is once
  * committed, so nothing of the row is copied now.

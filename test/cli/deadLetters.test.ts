@@ -8,7 +8,7 @@ import type { Config } from '../../src/config.js';
 import { relayTestDatabase } from '../helpers/outbox.js';
 import { enqueueMessages } from '../../src/exchanges/outbox.js';
 import { queueExchangeName } from '../../src/exchanges/exchanges.js';
-import { startRelay } from '../../src/exchanges/relay.js';
+import { startRelay } from '../../src/relay/relay.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 

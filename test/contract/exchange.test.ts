@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { connectBus, memoryBusUrl, type BusChannel, type BusConnection, type BusMessage } from '../../src/exchanges/bus.js';
 import { queueExchangeName, taskRoutingKey } from '../../src/exchanges/exchanges.js';
 import { enqueueMessages } from '../../src/exchanges/outbox.js';
-import { startRelay } from '../../src/exchanges/relay.js';
+import { startRelay } from '../../src/relay/relay.js';
 import { loadConfig } from '../../src/config.js';
 import { createTestDatabase, outboxCount, type TestDatabase } from '../../support/db.js';
 import { eventually } from '../../support/stack.js';

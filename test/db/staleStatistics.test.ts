@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config.js';
 import { claimPending, claimStatement } from '../../src/queue/claimWork.js';
 import { resolveRuns } from '../../src/queue/resolveTask.js';
 import { ANNOUNCE_GROUPS_SQL, DONE_GROUPS_SQL, UNANNOUNCED_DONE_GROUPS_SQL } from '../../src/queue/taskGroups.js';
-import { CURSOR_READ, OUTBOX_DELETE } from '../../src/exchanges/outboxStore.js';
+import { CURSOR_READ, OUTBOX_DELETE } from '../../src/relay/outboxStore.js';
 import { EXPIRED_TASKS_DELETE } from '../../src/queue/sweeps.js';
 import { createPool } from '../../src/db/pool.js';
 import { DISPATCH_MEMBERS_SQL, GRAPH_MEMBERS_SQL, GRAPHS_HEARING_SQL } from '../../src/scheduler/graphStore.js';

@@ -19,8 +19,8 @@ test('docs/deployments.md\'s connections a process match the pools each process 
     api: pools('src/api/app.ts'),
     'scheduler-worker': pools('src/cli/commands/schedulerWorker.ts'),
     bridge: pools('src/cli/commands/bridge.ts'),
-    // the relay's own pool (src/exchanges/relay.ts) and its command's pool for the metrics reads
-    relay: [...pools('src/exchanges/relay.ts'), ...pools('src/cli/commands/relay.ts')],
+    // the relay's own pool (src/relay/relay.ts) and its command's pool for the metrics reads
+    relay: [...pools('src/relay/relay.ts'), ...pools('src/cli/commands/relay.ts')],
     migrate: pools('src/cli/commands/migrate.ts'),
   };
   for (const [name, sizes] of Object.entries(expected)) {

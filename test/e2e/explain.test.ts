@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { eventually } from '../../support/stack.js';
 import { startFastWorker, type ClaimedTask, type FastWorker } from '../../support/fastWorker.js';
 import { fastTask } from '../../support/graphs.js';
-import { startRelay } from '../../src/exchanges/relay.js';
+import { startRelay } from '../../src/relay/relay.js';
 import { explainQuery, workflowIdFor } from '../../src/workflows/contract.js';
 import type { TaskExplanation } from '../../src/queue/explainTask.js';
 import type { GraphExplanation } from '../../src/scheduler/explainGraph.js';

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createTestDatabase, type TestDatabase } from '../../support/db.js';
-import { DEFERRED_COLUMNS, OUTBOX_COLUMNS, type OutboxRow } from '../../src/exchanges/outboxStore.js';
-import { outboxMessage } from '../../src/exchanges/outboxMessage.js';
+import { DEFERRED_COLUMNS, OUTBOX_COLUMNS, type OutboxRow } from '../../src/relay/outboxStore.js';
+import { outboxMessage } from '../../src/relay/outboxMessage.js';
 
 /**
  * The outbox as the relay would publish it (rows written for rendering are rendered): its deferred lane (a graph's

@@ -6,7 +6,7 @@ import slugid from 'slugid';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { fastTask } from '../../support/graphs.js';
 import { eventually } from '../../support/stack.js';
-import { startRelay } from '../../src/exchanges/relay.js';
+import { startRelay } from '../../src/relay/relay.js';
 import { allExchangeNames, queueExchangeName, queueExchanges } from '../../src/exchanges/exchanges.js';
 import { declareExchanges } from '../../src/exchanges/declare.js';
 

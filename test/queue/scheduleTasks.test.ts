@@ -5,8 +5,8 @@ import { createTestDatabase, outboxCount, type TestDatabase } from '../../suppor
 import { fastTask } from '../../support/graphs.js';
 import { loadConfig } from '../../src/config.js';
 import { withTransaction } from '../../src/db/pool.js';
-import { OUTBOX_COLUMNS, type OutboxRow } from '../../src/exchanges/outboxStore.js';
-import { outboxMessage } from '../../src/exchanges/outboxMessage.js';
+import { OUTBOX_COLUMNS, type OutboxRow } from '../../src/relay/outboxStore.js';
+import { outboxMessage } from '../../src/relay/outboxMessage.js';
 import { createTasks } from '../../src/queue/createTasks.js';
 import { validateTaskDefinition, type TaskDefinition } from '../../src/queue/definition.js';
 import { taskMessage } from '../../src/queue/messages.js';

@@ -10,7 +10,7 @@ import { graphHash } from '../../src/canonicalJson.js';
 import { GraphIntake, INTAKE_CHUNK, readGraphBody } from '../../src/scheduler/graphIntake.js';
 import { TASK_BODY_LIMIT } from '../../src/api/bodyLimits.js';
 import { databaseCounts } from '../helpers/dbState.js';
-import { DEFERRED_COLUMNS } from '../../src/exchanges/outboxStore.js';
+import { DEFERRED_COLUMNS } from '../../src/relay/outboxStore.js';
 
 // The streamed intake: nodes validated and written in chunks as the body arrives. No Temporal here (a create
 // through the API stores the graph and then answers 503); the direct calls cover what is stored.

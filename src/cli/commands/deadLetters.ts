@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { Pool } from 'pg';
 import { loadConfig } from '../../config.js';
 import { createPool } from '../../db/pool.js';
-import { dropDeadLetters, listDeadLetters, replayDeadLetters } from '../../exchanges/outboxStore.js';
+import { dropDeadLetters, listDeadLetters, replayDeadLetters } from '../../relay/outboxStore.js';
 
 /** Dead-letter ids as given on the command line: positive integers, refused before anything is done. */
 function parseIds(words: string[]): number[] {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import slugid from 'slugid';
 import { loadConfig, ROOT_CLIENT_ID, type Config } from '../../config.js';
 import { buildApi, type ApiApp } from '../../api/app.js';
-import { startRelay } from '../../exchanges/relay.js';
+import { startRelay } from '../../relay/relay.js';
 import { startBridge } from '../../bridge/bridge.js';
 import { startHookListener } from '../../hooks/listener.js';
 import { memoryBusUrl, safeBusUrl } from '../../exchanges/bus.js';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createPool } from '../../db/pool.js';
-import { startRelay } from '../../exchanges/relay.js';
+import { startRelay } from '../../relay/relay.js';
 import { lineLogger } from '../../log.js';
 import { observeRelay } from '../../observability/metrics.js';
 import { registerService } from '../service.js';

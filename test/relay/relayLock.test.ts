@@ -2,10 +2,10 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import type { DbSession } from '../../src/db/pool.js';
-import { RELAY_LOCK, RelayLock, STANDBY_RETRY_MS, STEP_DOWN_MS } from '../../src/exchanges/relayLock.js';
+import { RELAY_LOCK, RelayLock, STANDBY_RETRY_MS, STEP_DOWN_MS } from '../../src/relay/relayLock.js';
 
 // The lock's own logic, on a scripted session: when it counts as held, that a failure is reported once however many
-// ways it arrives, what a standby and a stopped relay do. On real Postgres, test/exchanges/relay.test.ts kills the
+// ways it arrives, what a standby and a stopped relay do. On real Postgres, test/relay/relay.test.ts kills the
 // lock session of a running relay and checks the standby takes over.
 
 /** A session that answers the lock query from `grants` (one answer a try) and fails queries once `broken`. */

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { OutboxCursor, type OutboxRead } from '../../src/exchanges/outboxCursor.js';
+import { OutboxCursor, type OutboxRead } from '../../src/relay/outboxCursor.js';
 import { fuzzParameters } from '../helpers/fuzz.js';
 
 /**

@@ -1,11 +1,11 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { connectSession, createPool } from '../db/pool.js';
-import { sendTogether, type BusConfirmChannel, type BusConnection } from './bus.js';
-import { BusReconnect } from './busReconnect.js';
-import { declareExchanges } from './declare.js';
-import { allExchangeNames } from './exchanges.js';
-import { DEFERRED_CHANNEL, OUTBOX_CHANNEL, UNPUBLISHED_COUNT } from './outbox.js';
+import { sendTogether, type BusConfirmChannel, type BusConnection } from '../exchanges/bus.js';
+import { BusReconnect } from '../exchanges/busReconnect.js';
+import { declareExchanges } from '../exchanges/declare.js';
+import { allExchangeNames } from '../exchanges/exchanges.js';
+import { DEFERRED_CHANNEL, OUTBOX_CHANNEL, UNPUBLISHED_COUNT } from '../exchanges/outbox.js';
 import { MAX_GAPS, OutboxCursor } from './outboxCursor.js';
 import { checkBatch, type PublishContext } from './outboxMessage.js';
 import { deletePublished, moveToDeadLetters, OUTBOX_BATCH, outboxSequenceCache, readDeferredLane, readOutbox, type OutboxRow } from './outboxStore.js';
@@ -14,12 +14,12 @@ import { RelayLock } from './relayLock.js';
 import { OutageLog } from '../outageLog.js';
 import { completedExchange } from '../indexService/completions.js';
 
-// The relay's wiring. Only one relay publishes at a time (src/exchanges/relayLock.ts), so messages leave in outbox id
+// The relay's wiring. Only one relay publishes at a time (src/relay/relayLock.ts), so messages leave in outbox id
 // order, but for a row whose transaction committed after a higher id's row was read (it follows in a later batch);
-// per task order is kept (src/exchanges/outboxCursor.ts). The deferred lane (a graph's task-defined messages,
+// per task order is kept (src/relay/outboxCursor.ts). The deferred lane (a graph's task-defined messages,
 // migration 021) goes out a batch between the outbox's batches, and a task's deferred message ahead of the first
-// outbox batch that holds another message of that task (src/exchanges/outboxStore.ts). Its statements are
-// src/exchanges/outboxStore.ts; what a row's message is, and whether it can ever be published, outboxMessage.ts.
+// outbox batch that holds another message of that task (src/relay/outboxStore.ts). Its statements are
+// src/relay/outboxStore.ts; what a row's message is, and whether it can ever be published, outboxMessage.ts.
 
 export interface RelayStats {
   published: number;
@@ -28,11 +28,11 @@ export interface RelayStats {
   /** successful AMQP connections (more than one: the relay lost and re-established its connection) */
   connections: number;
   active: boolean;
-  /** ranges of outbox ids below the read cursor still watched for a late commit (src/exchanges/outboxCursor.ts) */
+  /** ranges of outbox ids below the read cursor still watched for a late commit (src/relay/outboxCursor.ts) */
   gaps: number;
   /** times the gaps outgrew their bound and the relay started over with a full read */
   gapOverflows: number;
-  /** reads after a loaded batch, started LOADED_SPACING_MS after its read at the soonest (src/exchanges/readSpacing.ts) */
+  /** reads after a loaded batch, started LOADED_SPACING_MS after its read at the soonest (src/relay/readSpacing.ts) */
   spacedReads: number;
   /** rows that can never be published, moved to outbox_dead_letters (migration 028) */
   deadLettered: number;
@@ -40,9 +40,9 @@ export interface RelayStats {
 
 /**
  * The outbox relay: publishes outbox rows in id order on a confirm channel and deletes them only after RabbitMQ
- * confirmed them; it reads from a cursor (src/exchanges/outboxCursor.ts). RabbitMQ down → rows wait; a relay that
+ * confirmed them; it reads from a cursor (src/relay/outboxCursor.ts). RabbitMQ down → rows wait; a relay that
  * dies mid-batch leaves its rows, which the next relay publishes again (duplicates are possible, losses are not;
- * consumers dedupe on messageId). A row that can never be published (src/exchanges/outboxMessage.ts publishable)
+ * consumers dedupe on messageId). A row that can never be published (src/relay/outboxMessage.ts publishable)
  * is moved to outbox_dead_letters instead, so it holds up nothing.
  */
 export async function startRelay(options: { config: Config; pool?: pg.Pool; log?: (line: string) => void; connectionName?: string }) {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LOADED_BATCH, LOADED_SPACING_MS, readSpacing } from '../../src/exchanges/readSpacing.js';
+import { LOADED_BATCH, LOADED_SPACING_MS, readSpacing } from '../../src/relay/readSpacing.js';
 
 test(`after a batch of ${LOADED_BATCH} rows or more the next read starts ${LOADED_SPACING_MS} ms after this one's`, () => {
   assert.equal(readSpacing({ more: false, size: LOADED_BATCH, startedAt: 1000 }, 1005), LOADED_SPACING_MS - 5);

@@ -1,7 +1,7 @@
 import { notifyAfterCommit, prepared, type Queryable } from '../db/pool.js';
 import { OUTBOX_DELETE_INDEXING } from '../indexService/completions.js';
-import type { QueueExchange } from './exchanges.js';
-import { OUTBOX_CHANNEL } from './outbox.js';
+import type { QueueExchange } from '../exchanges/exchanges.js';
+import { OUTBOX_CHANNEL } from '../exchanges/outbox.js';
 import type { OutboxReadPlan } from './outboxCursor.js';
 import { taskAsDefinedSql } from '../queue/taskRow.js';
 
@@ -38,7 +38,7 @@ export const DEFERRED_COLUMNS = `id, message_id, '' AS exchange, '' AS routing_k
 
 /**
  * The first row of every read's answer (its id is NULL): what the read's snapshot saw, for the cursor
- * (src/exchanges/outboxCursor.ts). One statement, so the same snapshot as the rows. `next_xid` is the next
+ * (src/relay/outboxCursor.ts). One statement, so the same snapshot as the rows. `next_xid` is the next
  * xid Postgres would assign: age(x) counts from it, so xmax + age(xmax) is it (as a 64-bit xid; the snapshot's
  * own xmax is only one past the latest completed xid). `last_taken`: the highest id the sequence handed out.
  */
@@ -110,7 +110,7 @@ export interface OutboxReadAnswer {
   endedAt: number;
 }
 
-/** Reads the rows `plan` asks for (src/exchanges/outboxCursor.ts) with the deferred rows of their tasks. */
+/** Reads the rows `plan` asks for (src/relay/outboxCursor.ts) with the deferred rows of their tasks. */
 export async function readOutbox(db: Queryable, plan: OutboxReadPlan): Promise<OutboxReadAnswer> {
   const startedAt = performance.now();
   const { rows } = await db.query<OutboxRow & ReadHeader>(

@@ -10,7 +10,7 @@ import pg from 'pg';
 import { insertPendingTasks, outboxCount as countOutbox, type TestDatabase } from '../../support/db.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { enqueueMessages, type OutboxMessage } from '../../src/exchanges/outbox.js';
-import { startRelay } from '../../src/exchanges/relay.js';
+import { startRelay } from '../../src/relay/relay.js';
 import { queueExchangeName } from '../../src/exchanges/exchanges.js';
 import { connectBus, memoryBusUrl } from '../../src/exchanges/bus.js';
 import { createPool, withTransaction } from '../../src/db/pool.js';

@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../../src/config.js';
 import { allExchangeNames, queueExchangeName } from '../../src/exchanges/exchanges.js';
-import { checkBatch, outboxMessage, publishable, type PublishContext } from '../../src/exchanges/outboxMessage.js';
-import type { OutboxRow } from '../../src/exchanges/outboxStore.js';
+import { checkBatch, outboxMessage, publishable, type PublishContext } from '../../src/relay/outboxMessage.js';
+import type { OutboxRow } from '../../src/relay/outboxStore.js';
 import { completedExchange } from '../../src/indexService/completions.js';
 
 const config = loadConfig({}, { exchangePrefix: 'unit/' });
