@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import hawk from 'hawk';
 import { loadConfig, ROOT_CLIENT_ID, type Config } from '../src/config.js';
-import { buildApi, type ApiApp } from '../src/api/app.js';
+import { buildApi, type ApiApp } from '../src/processes/api.js';
 import { createTestDatabase, type TestDatabase } from './db.js';
 
 export interface Credentials {

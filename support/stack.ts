@@ -3,7 +3,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
 import type { Config } from '../src/config.js';
 import { createActivities } from '../src/activities/index.js';
-import { ensureSearchAttributes } from '../src/temporal/schedulerWorker.js';
+import { ensureSearchAttributes } from '../src/temporal/searchAttributes.js';
 import { bridgeQueueName, startBridge } from '../src/bridge/bridge.js';
 import { bridgeDeadLetterName } from '../src/bridge/bridgeQueue.js';
 import { connectBus } from '../src/exchanges/bus.js';

@@ -147,7 +147,7 @@ function toInfo(row: FullClientRow): ClientInfo {
     lastRotated: row.last_rotated.toISOString(),
     deleteOnExpiration: row.delete_on_expiration,
     scopes: row.scopes,
-    // the auth API fills in the expansion through the roles (src/auth/api/clients.ts)
+    // the auth API fills in the expansion through the roles (src/authService/api/clients.ts)
     expandedScopes: row.scopes,
     disabled: row.disabled,
   };

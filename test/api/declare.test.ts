@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { declare } from '../../src/api/endpoint.js';
 import { ROUTE_PARAMS, SLUGID, RUN_ID } from '../../src/api/patterns.js';
-import { apiEndpoints } from '../../src/api/app.js';
+import { apiEndpoints } from '../../src/processes/api.js';
 
 const base = { service: 'queue', name: 'x', title: 'x', description: 'x', method: 'get', async handler() {} } as const;
 

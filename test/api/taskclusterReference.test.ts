@@ -7,7 +7,7 @@ import { NOT_SERVED } from '../../src/api/notServed.js';
 import type { Endpoint } from '../../src/api/endpoint.js';
 import { queueEndpoints } from '../../src/queue/api/index.js';
 import { artifactEndpoints } from '../../src/queue/api/artifacts/index.js';
-import { authEndpoints } from '../../src/auth/api/index.js';
+import { authEndpoints } from '../../src/authService/api/index.js';
 import type { DevServer } from '../../src/temporal/devServer.js';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { startTestTemporal } from '../../support/temporal.js';

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import taskcluster from 'taskcluster-client';
-import { buildApi, type ApiApp } from '../../src/api/app.js';
+import { buildApi, type ApiApp } from '../../src/processes/api.js';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { fastTask } from '../../support/graphs.js';
 

@@ -16,7 +16,7 @@ test('docs/deployments.md\'s connections a process match the pools each process 
     [...poolSection.matchAll(/^\| `tgs ([a-z-]+)` \|([^|]+)\|([^|]*)\|$/gm)].map((m) => [m[1], { pool: m[2].trim(), sessions: m[3].split(',').filter((s) => s.trim()).length }]),
   );
   const expected: Record<string, number[]> = {
-    api: pools('src/api/app.ts'),
+    api: pools('src/processes/api.ts'),
     'scheduler-worker': pools('src/cli/commands/schedulerWorker.ts'),
     bridge: pools('src/cli/commands/bridge.ts'),
     // the relay's own pool (src/relay/relay.ts) and its command's pool for the metrics reads

@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { buildApi } from '../../src/api/app.js';
+import { buildApi } from '../../src/processes/api.js';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { fastTask } from '../../support/graphs.js';
 

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import slugid from 'slugid';
-import { apiEndpoints } from '../../src/api/app.js';
+import { apiEndpoints } from '../../src/processes/api.js';
 import type { Endpoint } from '../../src/api/endpoint.js';
 import { expressionSatisfied, renderExpression, templateParameters } from '../../src/auth/scopes.js';
 import { compile, describeErrors } from '../../src/api/validate.js';

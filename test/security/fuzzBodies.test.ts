@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import slugid from 'slugid';
-import { apiEndpoints } from '../../src/api/app.js';
+import { apiEndpoints } from '../../src/processes/api.js';
 import { compile } from '../../src/api/validate.js';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { fastTask } from '../../support/graphs.js';

@@ -2,7 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import slugid from 'slugid';
-import { apiEndpoints } from '../../src/api/app.js';
+import { apiEndpoints } from '../../src/processes/api.js';
 import { createTaskGraph } from '../../src/scheduler/createTaskGraph.js';
 import { startTestApi, hawkHeader, type TestApi } from '../../support/api.js';
 import { fastTask, graphOf } from '../../support/graphs.js';

@@ -10,7 +10,7 @@ import { graphOf } from '../../support/graphs.js';
 import { startTemporalCluster, type ClusterService, type TemporalCluster } from '../../support/temporalCluster.js';
 import { Client } from '@temporalio/client';
 import { ensureTemporalCli } from '../../src/temporal/devServer.js';
-import { ensureSearchAttributes } from '../../src/temporal/schedulerWorker.js';
+import { ensureSearchAttributes } from '../../src/temporal/searchAttributes.js';
 import { rerunSignal, SEARCH_ATTRIBUTES, statusQuery } from '../../src/workflows/contract.js';
 
 // tgs on Temporal as platform teams run it: frontend, history, matching and worker as four processes on Postgres

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { buildApi } from '../../api/app.js';
+import { buildApi } from '../../processes/api.js';
 import { registerService } from '../service.js';
 import { onShutdown } from '../shutdown.js';
 import { untilConnected } from '../../untilConnected.js';

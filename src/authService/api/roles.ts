@@ -2,7 +2,7 @@ import type { ApiDeps } from '../../api/deps.js';
 import { declare } from '../../api/endpoint.js';
 import { TgsError } from '../../errors.js';
 import { PAGE_QUERY, readPage } from '../../api/paging.js';
-import { createRole as createRoleRow, deleteRole as deleteRoleRow, getRole, listRoles as listRoleRows, updateRole as updateRoleRow, type RoleInfo } from '../roleStore.js';
+import { createRole as createRoleRow, deleteRole as deleteRoleRow, getRole, listRoles as listRoleRows, updateRole as updateRoleRow, type RoleInfo } from '../../auth/roleStore.js';
 import { createRoleRequest, getRoleResponse, listRoleIdsResponse, listRoles2Response, listRolesResponse, refuseDoubleStar, scopeSet, scopeSetInput } from './schemas.js';
 
 /** Taskcluster's roleId: printable ASCII. */

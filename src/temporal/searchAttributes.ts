@@ -1,13 +1,8 @@
-import type pg from 'pg';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { Connection } from '@temporalio/client';
 import protoModule from '@temporalio/proto';
 import type { Config } from '../config.js';
-import { createActivities } from '../activities/index.js';
 import { connectionOptions } from './connection.js';
 import { SEARCH_ATTRIBUTES } from '../workflows/contract.js';
-import { loadWorkflowBundle } from './workflowBundle.js';
-import type { Logger } from '../log.js';
 
 /**
  * Registers the search attributes the workflow upserts when the namespace lacks them, so a stock
@@ -56,30 +51,4 @@ async function untilSearchable(connection: Connection, namespace: string, names:
       await new Promise((r) => setTimeout(r, 200));
     }
   }
-}
-
-export interface SchedulerWorkerOptions {
-  config: Config;
-  pool: pg.Pool;
-  /** Reuse a bundle (tests bundle once per file). */
-  workflowBundle?: WorkerOptions['workflowBundle'];
-  connection?: NativeConnection;
-  /** The activities' logger (src/log.ts). */
-  log?: Logger;
-}
-
-/** The Temporal worker: the taskGraph workflow and its activities (src/activities). */
-export async function createSchedulerWorker(options: SchedulerWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
-  const { config, pool } = options;
-  const connection = options.connection ?? (await NativeConnection.connect(connectionOptions(config)));
-  const worker = await Worker.create({
-    connection,
-    namespace: config.temporalNamespace,
-    taskQueue: config.temporalTaskQueue,
-    activities: createActivities({ config, pool, log: options.log }),
-    workflowBundle: options.workflowBundle ?? (await loadWorkflowBundle()),
-    // Graph workflows are long-lived and small in memory; keep many cached to avoid replays.
-    maxCachedWorkflows: 2000,
-  });
-  return { worker, connection };
 }

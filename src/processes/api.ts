@@ -8,14 +8,15 @@ import { createClientStore } from '../auth/clients.js';
 import { Issuer } from '../auth/issuer.js';
 import { queueEndpoints } from '../queue/api/index.js';
 import { artifactEndpoints } from '../queue/api/artifacts/index.js';
-import { authEndpoints } from '../auth/api/index.js';
+import { authEndpoints } from '../authService/api/index.js';
 import { schedulerEndpoints } from '../scheduler/api/index.js';
 import { indexEndpoints } from '../indexService/api/index.js';
 import { expireIndex } from '../indexService/store.js';
 import { hooksEndpoints } from '../hooks/api/index.js';
 import { hookScheduleSweep } from '../hooks/reconcileSweep.js';
-import type { ApiDeps } from './deps.js';
-import type { Endpoint } from './endpoint.js';
+import type { ApiDeps } from '../api/deps.js';
+import '../queue/apiDeps.js'; // the queue's members of ApiDeps
+import type { Endpoint } from '../api/endpoint.js';
 import { LazyTemporalClient } from '../temporal/connection.js';
 import { ClaimWaiter } from '../queue/claimWaiter.js';
 import { stallSweep } from '../queue/stalls.js';
@@ -25,11 +26,11 @@ import { GroupAnnouncer } from '../queue/groupAnnouncer.js';
 import { WorkerRecorder } from '../queue/workers.js';
 import { WorkerStreams } from '../queue/workerStream/streams.js';
 import { expandingClientStore, RoleCache } from '../auth/roleStore.js';
-import { createApiServer, type ApiServerOptions } from './server.js';
-import { registerUi } from './ui.js';
-import { registerHttpMetrics } from './httpMetrics.js';
+import { createApiServer, type ApiServerOptions } from '../api/server.js';
+import { registerUi } from '../api/ui.js';
+import { registerHttpMetrics } from '../api/httpMetrics.js';
 import { observeQueueDatabase } from '../observability/metrics.js';
-import { gracefulStopper } from './gracefulStop.js';
+import { gracefulStopper } from '../api/gracefulStop.js';
 
 /**
  * Every endpoint the API serves, in OpenAPI order. The authorization matrix test (test/security) walks

@@ -14,7 +14,7 @@ import {
   setClientDisabled,
   updateClient as updateClientRow,
   type ClientSettings,
-} from '../clients.js';
+} from '../../auth/clients.js';
 import { refuseDoubleStar, createClientRequest, createClientResponse, getClientResponse, listClientsResponse } from './schemas.js';
 
 type ClientRequest = Omit<ClientSettings, 'scopes'> & { scopes?: string[] };
