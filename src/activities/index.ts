@@ -10,7 +10,7 @@ import { latestRuns, runResolution } from '../queue/latestRuns.js';
 import { cancelTasks as cancelQueueTasks } from '../queue/cancelTasks.js';
 import { TgsError } from '../errors.js';
 import type { DispatchItem } from '../workflows/graphModel.js';
-import { INVALID_TASK_GRAPH, type GraphMeta, type GraphState, type NodePage, type Resolution, type ResolvedState, type TaskGraphInput } from '../workflows/contract.js';
+import { INVALID_TASK_GRAPH, type GraphMeta, type GraphState, type NodePage, type Resolution, type TaskGraphInput } from '../workflows/contract.js';
 import { isResolved } from '../taskStates.js';
 import { ensureQueueGraph, getGraph, memberTaskIds, dispatchMembers, graphMeta, joinQueueTasks, loadNodePage, recordGraphState, setRerunsLeft } from '../scheduler/graphStore.js';
 import { readyTasks } from '../queue/readiness.js';
@@ -22,6 +22,9 @@ import { observeHops } from '../observability/hops.js';
 import { withHeartbeat } from './heartbeat.js';
 import { resolveReadyFromCache } from '../taskCache/dispatch.js';
 import { hookActivities } from './hooks.js';
+import type { Activities, DispatchResult, PublishResult, RefusedRerun } from '../workflows/activityContract.js';
+
+export type { Activities, DispatchResult, PublishResult, RefusedRerun } from '../workflows/activityContract.js';
 
 export interface ActivityDeps {
   config: Config;
@@ -30,37 +33,13 @@ export interface ActivityDeps {
   log?: Logger;
 }
 
-export interface DispatchResult {
-  /** tasks found already resolved in a newer run than the workflow knew (a retried activity, a manual queue action) */
-  resolutions: Resolution[];
-  /** reruns the queue refuses (deadline passed, 50 runs): the node keeps its resolution and says why */
-  refused?: RefusedRerun[];
-  /**
-   * tasks not scheduled because the queue's stored state says their dependencies are not resolved (a forged or
-   * stale `resolutions` signal), or not rerun/scheduled because they are not members of this graph
-   */
-  unready?: string[];
-}
-
-export interface RefusedRerun {
-  taskId: string;
-  /** the queue state the task stays in */
-  state: ResolvedState;
-  reason: string;
-}
-
-export interface PublishResult {
-  published: boolean;
-  nodeCount: number;
-}
-
 /** Resolutions of the latest runs of these tasks that are resolved. */
 async function resolvedLatestRuns(db: pg.Pool | pg.PoolClient, taskIds: string[]): Promise<Resolution[]> {
   return (await latestRuns(db, taskIds, { resolved: true })).flatMap((row) => runResolution(row) ?? []);
 }
 
 /** The scheduler's activities. Every one is idempotent: Temporal runs activities at least once. */
-export function createActivities(deps: ActivityDeps) {
+export function createActivities(deps: ActivityDeps): Activities {
   const { config, pool } = deps;
   return {
     ...hookActivities(deps),
@@ -214,5 +193,3 @@ export function createActivities(deps: ActivityDeps) {
     },
   };
 }
-
-export type Activities = ReturnType<typeof createActivities>;

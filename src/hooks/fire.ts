@@ -1,24 +1,26 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
-import type { ApiDeps } from '../api/deps.js';
+import type { LazyTemporalClient } from '../temporal/connection.js';
 import { withTransaction } from '../db/pool.js';
 import { TgsError } from '../errors.js';
 import { expandWithStoredRoles } from '../auth/roleStore.js';
 import { expressionSatisfied, formatExpression, unsatisfiedPart, type ScopeExpression } from '../auth/scopes.js';
 import { validateTaskDefinition } from '../queue/definition.js';
 import { createTaskScopes } from '../queue/createTaskScopes.js';
-import { createTasks } from '../queue/createTasks.js';
-import { authorizeTaskInGraphGroup, signalGraphExtended } from '../scheduler/graphGroup.js';
-import { joinQueueTasks } from '../scheduler/graphStore.js';
+import { createTaskInGroup } from '../queue/createTask.js';
+import { requireScopes } from '../auth/requireScopes.js';
+import { graphTaskGroups } from '../scheduler/graphGroup.js';
+import { createTaskGraph } from '../scheduler/createTaskGraph.js';
+import { getGraph } from '../scheduler/graphStore.js';
+import { startGraphWorkflow } from '../scheduler/startWorkflow.js';
 import { isGraph, renderHookTask, type FireContext } from './render.js';
-import { fireGraph } from './fireGraph.js';
 import { getHook, recordLastFire, type FiredBy, type HookDefinition } from './store.js';
 
 /** What firing needs: the API process and the scheduler worker each have these. */
 export interface FireEnv {
   pool: pg.Pool;
   config: Config;
-  temporal: ApiDeps['temporal'];
+  temporal: LazyTemporalClient;
 }
 
 export type FireOutcome =
@@ -96,23 +98,21 @@ export async function fireHook(
       if (part !== undefined) throw insufficient(role, `createTask needs ${formatExpression(part)}`);
     },
   };
-  let outcome: { grown?: { taskGraphId: string; nodeCount: number } } | 'no-hook';
+  let outcome: { committed: () => Promise<void> } | 'no-hook';
   try {
     outcome = await withTransaction(env.pool, async (client) => {
       // the hook's row held against a concurrent removeHook, whose cascade would otherwise miss this fire
       if (!(await getHook(client, hook.hookGroupId, hook.hookId, true))) return 'no-hook' as const;
-      const graph = await authorizeTaskInGraphGroup(client, definition.taskGroupId, taskId, definition.scopes, asRole);
-      await createTasks(client, env.config, [{ taskId, definition }]);
-      const nodeCount = graph ? await joinQueueTasks(client, graph.taskGraphId, [taskId]) : 0;
+      const { committed } = await createTaskInGroup(client, env.config, graphTaskGroups(env.temporal), { taskId, definition }, asRole);
       await recordLastFire(client, success);
-      return { grown: graph && nodeCount > graph.nodeCount ? { taskGraphId: graph.taskGraphId, nodeCount } : undefined };
+      return { committed };
     });
   } catch (err) {
     if (!(err instanceof TgsError)) throw err;
     return refuse(asFireError(role, err, 'createTask'));
   }
   if (outcome === 'no-hook') return { result: 'no-hook' };
-  if (outcome.grown) await signalGraphExtended(env, outcome.grown.taskGraphId, outcome.grown.nodeCount);
+  await outcome.committed();
   return { result: 'created', taskId };
 }
 
@@ -126,3 +126,38 @@ function asFireError(role: string, err: TgsError, call: string, what = 'task'): 
 
 const insufficient = (role: string, detail: string, what = 'task') =>
   new TgsError('InsufficientScopes', `The role \`${role}\` does not have sufficient scopes to create the ${what}:\n\n${detail}`);
+
+/**
+ * Fires a hook whose template renders a task-graph (docs/formats.md § Hooks, tgs's extension): the graph is created
+ * as createTaskGraph creates it, acting as the role `hook-id:<hookGroupId>/<hookId>` with its expanded `scopes` (so the
+ * role needs `scheduler:create-task-graph` and createTask's scopes for every task), under the fire's taskId as its
+ * taskGraphId, and its workflow started. A scheduled fire or a message's (`derivedId`) retried after the graph was
+ * stored (its fire not yet recorded) finds the graph under the id only that fire makes, and counts it as created.
+ */
+async function fireGraph(
+  env: FireEnv,
+  graph: Record<string, unknown>,
+  as: { role: string; scopes: string[] },
+  taskGraphId: string,
+  derivedId: boolean,
+): Promise<void> {
+  let created;
+  try {
+    created = await createTaskGraph(env, taskGraphId, graph, { authorize: (expr) => requireScopes(as.role, as.scopes, expr) });
+  } catch (err) {
+    if (derivedId && err instanceof TgsError && err.code === 'RequestConflict' && (await getGraph(env.pool, taskGraphId))) return;
+    throw err;
+  }
+  try {
+    await startGraphWorkflow(env.temporal, env.config, {
+      taskGraphId,
+      routing: created.graph.routing,
+      taskCount: created.graph.task_count,
+      name: created.graph.metadata.name,
+    });
+  } catch (err) {
+    // The graph is stored: the API's `missing workflows` sweep starts its workflow once Temporal answers
+    // (src/scheduler/missingWorkflows.ts), so the fire stands.
+    if (!(err instanceof TgsError && err.code === 'ServiceUnavailable')) throw err;
+  }
+}

@@ -120,7 +120,7 @@ export async function deleteIndexedTask(db: Queryable, path: string): Promise<bo
   return (rowCount ?? 0) > 0;
 }
 
-/** Removes every entry directly in `namespace` (a cache purge by name: src/taskCache/api.ts). How many there were. */
+/** Removes every entry directly in `namespace` (a cache purge by name: src/scheduler/api/cache.ts). How many there were. */
 export async function deleteIndexedTasksIn(db: Queryable, namespace: string): Promise<number> {
   const { rowCount } = await db.query('DELETE FROM indexed_tasks WHERE namespace = $1', [namespace]);
   return rowCount ?? 0;

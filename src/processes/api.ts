@@ -22,6 +22,7 @@ import { ClaimWaiter } from '../queue/claimWaiter.js';
 import { stallSweep } from '../queue/stalls.js';
 import { startSweeps } from '../queue/sweeps.js';
 import { startMissingWorkflows } from '../scheduler/missingWorkflows.js';
+import { graphTaskGroups } from '../scheduler/graphGroup.js';
 import { GroupAnnouncer } from '../queue/groupAnnouncer.js';
 import { WorkerRecorder } from '../queue/workers.js';
 import { WorkerStreams } from '../queue/workerStream/streams.js';
@@ -68,7 +69,8 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
   workers.start();
   const clients = expandingClientStore(createClientStore(pool, config.rootAccessToken, issuer), roles);
   const workerStreams = new WorkerStreams(logLine);
-  const deps: ApiDeps = { config, pool, clients, issuer, temporal, claimWaiter, groupAnnouncer, roles, workers, workerStreams };
+  const taskGroups = graphTaskGroups(temporal);
+  const deps: ApiDeps = { config, pool, clients, issuer, temporal, claimWaiter, groupAnnouncer, roles, workers, workerStreams, taskGroups };
   const sweeps = startSweeps(pool, config, logLine, [
     ['missing workflows', () => startMissingWorkflows(pool, config, temporal)],
     ['index expiry', () => expireIndex(pool)],

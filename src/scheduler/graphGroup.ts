@@ -1,11 +1,38 @@
 import type pg from 'pg';
-import type { AuthContext } from '../auth/authenticate.js';
-import { scopeSatisfied, type ScopeExpression } from '../auth/scopes.js';
+import { scopeSatisfied } from '../auth/scopes.js';
 import { prepared } from '../db/pool.js';
 import { TgsError } from '../errors.js';
-import type { ApiDeps } from '../api/deps.js';
+import type { LazyTemporalClient } from '../temporal/connection.js';
+import type { TaskCaller, TaskGroupOwner } from '../queue/taskGroupOwner.js';
 import { extendedSignal, workflowIdFor } from '../workflows/contract.js';
-import { getGraph } from './graphStore.js';
+import { getGraph, joinQueueTasks } from './graphStore.js';
+import { reconcileNow } from './reconcileNow.js';
+
+/**
+ * The scheduler as the owner of its graphs' task groups (the queue's port, src/queue/taskGroupOwner.ts): a task
+ * created into a graph's group is admitted by authorizeTaskInGraphGroup, joins the graph as a node in the same
+ * transaction, and the workflow is told after the commit; an explanation's reconcile signals the graph's workflow.
+ */
+export function graphTaskGroups(temporal: LazyTemporalClient): TaskGroupOwner {
+  return {
+    async admit(client, task, caller) {
+      const graph = await authorizeTaskInGraphGroup(client, task.taskGroupId, task.taskId, task.scopes, caller);
+      if (!graph) return undefined;
+      let grownTo: number | undefined;
+      return {
+        async joined(tx, taskIds) {
+          // A task of a graph's group is a node of that graph at once, so the graph cannot finish without it.
+          const nodeCount = await joinQueueTasks(tx, graph.taskGraphId, taskIds);
+          if (nodeCount > graph.nodeCount) grownTo = nodeCount;
+        },
+        async committed() {
+          if (grownTo !== undefined) await signalGraphExtended({ temporal }, graph.taskGraphId, grownTo);
+        },
+      };
+    },
+    reconcile: (taskGroupId) => reconcileNow({ temporal }, taskGroupId),
+  };
+}
 
 /**
  * A task group that is a task-graph (stored by createTaskGraph, over HTTP or Temporal) belongs to its submitter:
@@ -20,7 +47,7 @@ export async function authorizeTaskInGraphGroup(
   taskGroupId: string,
   taskId: string,
   taskScopes: readonly string[],
-  ctx: { auth: AuthContext; satisfies(expr: ScopeExpression): boolean; authorizeExpression(expr: ScopeExpression): void },
+  ctx: TaskCaller,
 ): Promise<{ taskGraphId: string; nodeCount: number } | undefined> {
   const { rows } = await client.query<{ origin: string }>(prepared('SELECT origin FROM task_graphs WHERE task_graph_id = $1', [taskGroupId]));
   if (rows[0]?.origin !== 'graph') return undefined;
@@ -58,7 +85,7 @@ export async function authorizeTaskInGraphGroup(
  * Tells the graph's workflow it has nodes up to nodeCount. Best effort: the nodes are stored, and the workflow
  * also finds them when it reconciles with Postgres or before it declares the graph finished.
  */
-export async function signalGraphExtended(deps: Pick<ApiDeps, 'temporal'>, taskGraphId: string, nodeCount: number): Promise<void> {
+export async function signalGraphExtended(deps: { temporal: LazyTemporalClient }, taskGraphId: string, nodeCount: number): Promise<void> {
   try {
     const client = await deps.temporal.get();
     await client.workflow.getHandle(workflowIdFor(taskGraphId)).signal(extendedSignal, { nodeCount });

@@ -330,6 +330,7 @@ export class GraphIntake {
           const taskId = existingTaskIds.get(idx);
           return taskId === undefined ? undefined : existingKeys.get(taskId);
         },
+        substitute: (payload, replace) => substitute(payload, replace, []),
       },
     );
     for (const [label, message] of errors) this.fail(label, message);

@@ -1,4 +1,4 @@
-import type { ApiDeps } from '../api/deps.js';
+import type { LazyTemporalClient } from '../temporal/connection.js';
 import { reconcileSignal, workflowIdFor } from '../workflows/contract.js';
 import { withinTime } from '../withinTime.js';
 
@@ -7,7 +7,7 @@ import { withinTime } from '../withinTime.js';
  * scheduled (a lost message). Best effort, within 3 s: the workflow also reconciles after 60 s without news. Answers
  * whether the signal was accepted.
  */
-export async function reconcileNow(deps: Pick<ApiDeps, 'temporal'>, taskGraphId: string): Promise<boolean> {
+export async function reconcileNow(deps: { temporal: LazyTemporalClient }, taskGraphId: string): Promise<boolean> {
   try {
     const signaled = deps.temporal.get().then((client) => client.workflow.getHandle(workflowIdFor(taskGraphId)).signal(reconcileSignal));
     await withinTime(signaled, 3000);

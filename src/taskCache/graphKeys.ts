@@ -1,4 +1,3 @@
-import { substitute } from '../scheduler/prepareGraph.js';
 import { cacheKey, keyInputs, type CacheKeyInputs } from './key.js';
 import type { CacheSpec } from './spec.js';
 
@@ -28,17 +27,23 @@ export interface NodeKeys {
  */
 export function computeNodeKeys(
   held: HeldNode[],
-  names: { labelAt(idx: number): string; slot(label: string): number; existingKey(idx: number): string | undefined },
+  names: {
+    labelAt(idx: number): string;
+    slot(label: string): number;
+    existingKey(idx: number): string | undefined;
+    /** The payload with each `$subs` replaced by `replace(label)` (the graph format's substitution, the scheduler's). */
+    substitute(payload: unknown, replace: (label: string) => string): unknown;
+  },
 ): NodeKeys {
   const byIdx = new Map(held.map((n) => [n.idx, n]));
   const errors: [string, string][] = [];
   const deps = new Map<number, number[]>();
   for (const node of held) {
     const named: number[] = [];
-    substitute(node.rawPayload, (label) => {
+    names.substitute(node.rawPayload, (label) => {
       named.push(names.slot(label));
       return '';
-    }, []);
+    });
     const all = [...new Set([...node.requires, ...named])];
     for (const dep of all) {
       if (byIdx.has(dep) || names.existingKey(dep) !== undefined) continue;
@@ -75,7 +80,7 @@ export function computeNodeKeys(
         continue;
       }
       stack.pop();
-      const payload = substitute(node.rawPayload, (label) => `cache-key:${keyOf(names.slot(label))}`, []);
+      const payload = names.substitute(node.rawPayload, (label) => `cache-key:${keyOf(names.slot(label))}`);
       const inputs = keyInputs({
         name: node.spec.name,
         digestData: node.spec.digestData,

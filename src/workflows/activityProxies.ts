@@ -1,6 +1,6 @@
 /** The activities as the taskGraph workflow calls them: bulk loading and creation, and the hot path. */
 import * as wf from '@temporalio/workflow';
-import type { Activities } from '../activities/index.js';
+import type { Activities } from './activityContract.js';
 import { INVALID_TASK_GRAPH } from './contract.js';
 
 // Loading structure and creating graphs move megabytes: regular activities with generous timeouts. They

@@ -3,7 +3,7 @@
  * heard, and the steps of the main loop. Handlers only record news; `loop()` acts on it.
  */
 import * as wf from '@temporalio/workflow';
-import type { DispatchResult, PublishResult } from '../activities/index.js';
+import type { DispatchResult, PublishResult } from './activityContract.js';
 import { bulk, hot } from './activityProxies.js';
 import { shouldContinueAsNew } from './continueAsNew.js';
 import {

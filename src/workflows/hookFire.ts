@@ -1,6 +1,6 @@
 import * as wf from '@temporalio/workflow';
 import type { defineSearchAttributeKey } from '@temporalio/common';
-import type { Activities } from '../activities/index.js';
+import type { Activities } from './activityContract.js';
 import type { HookFireInput, HookFireResult } from './hookFireContract.js';
 
 /** What `defineSearchAttributeKey('TemporalScheduledStartTime', 'DATETIME')` returns, written out (types only from common). */

@@ -110,17 +110,6 @@ export function circles(edges: Edge[]): string[][] {
 // drift) and circles as their files joined by ↔. The list may only shrink: an entry that no longer exists fails too,
 // so whoever removes a violation removes its entry.
 const KNOWN: string[] = [
-  'src/hooks/fire.ts ↔ src/hooks/fireGraph.ts',
-  'src/queue/api/explain.ts → src/scheduler/reconcileNow.ts',
-  'src/queue/api/tasks.ts → src/scheduler/graphGroup.ts',
-  'src/queue/api/tasks.ts → src/scheduler/graphStore.ts',
-  'src/taskCache/api.ts → src/scheduler/graphStore.ts',
-  'src/taskCache/api.ts → src/scheduler/graphSchema.ts',
-  'src/taskCache/api.ts → src/scheduler/api/shapes.ts',
-  'src/taskCache/graphKeys.ts → src/scheduler/prepareGraph.ts',
-  'src/workflows/activityProxies.ts → src/activities/index.ts',
-  'src/workflows/graphRun.ts → src/activities/index.ts',
-  'src/workflows/hookFire.ts → src/activities/index.ts',
 ];
 
 const layers = layersTable(readFileSync(path.join(ROOT, 'ARCHITECTURE.md'), 'utf8'));

@@ -4,6 +4,7 @@ import { cacheKey, differingInputs, differingPaths, keyInputs, type CacheKeyInpu
 import { computeNodeKeys, type HeldNode } from '../../src/taskCache/graphKeys.js';
 import { cacheSpec, effectiveMode, type CacheSpec } from '../../src/taskCache/spec.js';
 import { parseCacheTiers, tiersToSearch } from '../../src/taskCache/tiers.js';
+import { substitute } from '../../src/scheduler/prepareGraph.js';
 
 const inputs = (over: Partial<CacheKeyInputs> = {}): CacheKeyInputs =>
   keyInputs({ name: 'toolchain', digestData: { v: 1 }, taskQueueId: 'p/w', payload: { cmd: ['make'] }, scopes: ['b', 'a'], requires: [], ...over });
@@ -32,6 +33,7 @@ const names = (existing: Record<number, string> = {}) => ({
   labelAt: (idx: number) => labels[idx],
   slot: (label: string) => labels.indexOf(label),
   existingKey: (idx: number) => existing[idx],
+  substitute: (payload: unknown, replace: (label: string) => string) => substitute(payload, replace, []),
 });
 const held = (idx: number, requires: number[], payload: unknown = {}): HeldNode => ({ idx, label: labels[idx], spec: spec(labels[idx]), rawPayload: payload, requires, taskQueueId: 'p/w', scopes: [] });
 
@@ -73,7 +75,7 @@ test('a chain of 50,000 cached nodes computes without recursion (a recursive wal
   const n = 50_000;
   const many: HeldNode[] = [];
   for (let i = 0; i < n; i++) many.push({ idx: i, label: `n${i}`, spec: spec('n'), rawPayload: { i }, requires: i > 0 ? [i - 1] : [], taskQueueId: 'p/w', scopes: [] });
-  const r = computeNodeKeys(many.reverse(), { labelAt: (i) => `n${i}`, slot: (l) => Number(l.slice(1)), existingKey: () => undefined });
+  const r = computeNodeKeys(many.reverse(), { labelAt: (i) => `n${i}`, slot: (l) => Number(l.slice(1)), existingKey: () => undefined, substitute: (p, r) => substitute(p, r, []) });
   assert.equal(r.keys.size, n);
 });
 

@@ -1,6 +1,5 @@
 import { declare } from '../../api/endpoint.js';
 import { explainTask } from '../explainTask.js';
-import { reconcileNow } from '../../scheduler/reconcileNow.js';
 
 export const explainTaskEndpoint = declare({
   service: 'queue',
@@ -18,7 +17,7 @@ export const explainTaskEndpoint = declare({
     // what claimWork saw in the last 2 s is in memory until the recorder writes it
     await deps.workers.flush();
     const explanation = await explainTask(deps.pool, params.taskId, new Date(), deps.config.claimWorkWaitMs);
-    if (explanation.taskGraphId && explanation.blockers.some((b) => b.kind === 'inconsistent')) await reconcileNow(deps, explanation.taskGraphId);
+    if (explanation.taskGraphId && explanation.blockers.some((b) => b.kind === 'inconsistent')) await deps.taskGroups.reconcile(explanation.taskGraphId);
     return explanation;
   },
 });

@@ -4,15 +4,13 @@ import { withTransaction } from '../../db/pool.js';
 import { TgsError } from '../../errors.js';
 import { validateTaskDefinition } from '../definition.js';
 import { createTaskScopes } from '../createTaskScopes.js';
-import { createTasks } from '../createTasks.js';
+import { createTaskInGroup } from '../createTask.js';
 import { scheduleTasks } from '../scheduleTasks.js';
 import { rerunTasks } from '../rerunTasks.js';
 import { cancelTasks } from '../cancelTasks.js';
 import { loadDefinition, loadTasks, taskStatus, type TaskRow } from '../taskRow.js';
 import type { ApiDeps } from '../../api/deps.js';
 import { statusResponse } from './schemas.js';
-import { authorizeTaskInGraphGroup, signalGraphExtended } from '../../scheduler/graphGroup.js';
-import { joinQueueTasks } from '../../scheduler/graphStore.js';
 
 async function mustLoad(deps: ApiDeps, taskId: string): Promise<TaskRow> {
   const [row] = await loadTasks(deps.pool, [taskId]);
@@ -37,14 +35,10 @@ export const createTask = declare({
     const result = validateTaskDefinition(body, params.taskId, new Date());
     if ('errors' in result) throw new TgsError('InputValidationError', `Invalid task definition:\n${result.errors.join('\n')}`);
     authorizeExpression(createTaskScopes(result.definition));
-    const { status, grown } = await withTransaction(deps.pool, async (client) => {
-      const graph = await authorizeTaskInGraphGroup(client, result.definition.taskGroupId, params.taskId, result.definition.scopes, ctx);
-      const [created] = await createTasks(client, deps.config, [{ taskId: params.taskId, definition: result.definition }]);
-      // A task of a graph's group is a node of that graph at once, so the graph cannot finish without it.
-      const nodeCount = graph ? await joinQueueTasks(client, graph.taskGraphId, [params.taskId]) : 0;
-      return { status: created, grown: graph && nodeCount > graph.nodeCount ? { taskGraphId: graph.taskGraphId, nodeCount } : undefined };
-    });
-    if (grown) await signalGraphExtended(deps, grown.taskGraphId, grown.nodeCount);
+    const { status, committed } = await withTransaction(deps.pool, (client) =>
+      createTaskInGroup(client, deps.config, deps.taskGroups, { taskId: params.taskId, definition: result.definition }, ctx),
+    );
+    await committed();
     deps.workers.queueSeen(`${result.definition.provisionerId}/${result.definition.workerType}`);
     return { status };
   },

@@ -5,7 +5,7 @@ import { listTaskGraphsEndpoint } from './list.js';
 import { explainGraphEndpoint } from './explain.js';
 import { taskGraphNodesEndpoint } from './nodes.js';
 import { taskGraphChangesEndpoint } from './changes.js';
-import { cacheEndpoints } from '../../taskCache/api.js';
+import { cacheEndpoints } from './cache.js';
 import { infoEndpoint, inspectEndpoint, inspectTaskEndpoint, pingEndpoint, statusEndpoint } from './reads.js';
 
 /** The scheduler API (`/api/scheduler/v1`). */

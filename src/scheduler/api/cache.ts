@@ -1,14 +1,14 @@
-import { declare } from '../api/endpoint.js';
-import { PAGE_QUERY, pagedListSchema, readPage } from '../api/paging.js';
-import { SLUGID } from '../api/patterns.js';
-import { TgsError } from '../errors.js';
-import { deleteIndexedTask, deleteIndexedTasksIn, listTasks } from '../indexService/store.js';
-import { requireGraph } from '../scheduler/graphStore.js';
-import { LABEL_PATTERN } from '../scheduler/graphSchema.js';
-import { GET_TASK_GRAPH } from '../scheduler/api/shapes.js';
-import { explainCache } from './explain.js';
-import { cacheRow, cacheRowByLabel } from './store.js';
-import { CACHE_NAMESPACE, CACHE_WORD, cachePath } from './tiers.js';
+import { declare } from '../../api/endpoint.js';
+import { PAGE_QUERY, pagedListSchema, readPage } from '../../api/paging.js';
+import { SLUGID } from '../../api/patterns.js';
+import { TgsError } from '../../errors.js';
+import { deleteIndexedTask, deleteIndexedTasksIn, listTasks } from '../../indexService/store.js';
+import { requireGraph } from '../graphStore.js';
+import { LABEL_PATTERN } from '../graphSchema.js';
+import { GET_TASK_GRAPH } from './shapes.js';
+import { explainCache } from '../../taskCache/explain.js';
+import { cacheRow, cacheRowByLabel } from '../../taskCache/store.js';
+import { CACHE_NAMESPACE, CACHE_WORD, cachePath } from '../../taskCache/tiers.js';
 
 /** The cache's endpoints, in the scheduler's API (docs/formats.md § Cached tasks). */
 
