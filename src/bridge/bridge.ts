@@ -1,6 +1,4 @@
-import type pg from 'pg';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import type { Config } from '../config.js';
 import { sendTogether, type BusChannel, type BusMessage } from '../exchanges/bus.js';
 import { observeBridgeLag } from '../observability/metrics.js';
 import { OutageLog } from '../outageLog.js';
@@ -12,67 +10,14 @@ import { FlushSpacing } from './flushSpacing.js';
 import { confirmByStoredState, definedSignals, resolutionSignals } from './flushPlan.js';
 import { bridgeQueueName, parseDelivery, type ParsedMessage } from './messages.js';
 import { SignalBackoff, type SignalOutcome } from './signalBackoff.js';
+import type { BridgeOptions, BridgeStats } from './bridgeOptions.js';
+import { everyMinute } from '../everyMinute.js';
 
 export { bridgeBindings, bridgeQueueName, parseQueueMessage } from './messages.js';
-
-export interface BridgeOptions {
-  config: Config;
-  pool: pg.Pool;
-  temporal: () => Promise<Client>;
-  /**
-   * Durable queue shared by every bridge process of this deployment (competing consumers); default
-   * `bridgeQueueName(config)`, so two deployments on one vhost never take each other's messages.
-   */
-  queueName?: string;
-  /** Flush a graph's batch after this long (ms) or at maxBatch messages, whichever comes first (src/bridge/flushSpacing.ts). */
-  flushMs?: number;
-  /**
-   * Under load, at least this long (ms) between the starts of two flushes: a resolution arriving within it
-   * of the previous flush waits for the rest of it, so bursts become one signal instead of many.
-   */
-  minFlushIntervalMs?: number;
-  /**
-   * After a flush that carried LOADED_FLUSH messages or more (a busy graph, not a chain), the next starts at least
-   * this long (ms) after it instead of minFlushIntervalMs.
-   */
-  loadedFlushIntervalMs?: number;
-  maxBatch?: number;
-  /** One line per event; lines about one graph name it in `fields.taskGraphId` (src/log.ts lineLogger). */
-  log?: (line: string, fields?: { taskGraphId?: string }) => void;
-}
-
-export interface BridgeStats {
-  received: number;
-  signals: number;
-  resolutionsForwarded: number;
-  dropped: number;
-  /** messages given back to the queue for a later attempt */
-  requeued: number;
-  /** signals Temporal refused (their graph's messages are requeued with backoff) */
-  failedSignals: number;
-  /** resolutions whose task's stored latest run disagrees with the message (forged or stale): ignored */
-  disagreed: number;
-  /** resolutions of tasks this deployment's database does not know */
-  unknownTasks: number;
-  /** messages in the dead-letter queue when last read (quorum queue only; tgs_bridge_dead_letter_messages) */
-  deadLettered?: number;
-}
+export type { BridgeOptions, BridgeStats } from './bridgeOptions.js';
 
 /** A message of the current batch, as parsed, with the delivery to ack. */
 type Pending = ParsedMessage & { msg: BusMessage };
-
-/** A line at most once a minute for a recurring condition, with how often it happened meanwhile. */
-function everyMinute(log: (line: string) => void, render: (count: number, example: string) => string): (example: string) => void {
-  let lastAt = 0;
-  let count = 0;
-  return (example) => {
-    count++;
-    if (Date.now() - lastAt < 60_000) return;
-    lastAt = Date.now();
-    log(render(count, example));
-    count = 0;
-  };
-}
 
 /**
  * AMQP → Temporal: consumes resolution (and dependent-task-defined) messages, batches them per graph, and signals
