@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+// the references the current client ships (an ES module since taskcluster-client 56)
+import apisModule from 'taskcluster-client/src/apis.js';
 import { NOT_SERVED } from '../../src/api/notServed.js';
 import type { Endpoint } from '../../src/api/endpoint.js';
 
@@ -22,7 +25,12 @@ export interface Entry {
   scopes?: unknown;
 }
 
-const apis = createRequire(import.meta.url)('taskcluster-client/src/apis.js') as Record<ReferenceService, { reference: { entries: Entry[] } }>;
+const apis = apisModule as Record<ReferenceService, { reference: { entries: Entry[] } }>;
+
+/** The version of taskcluster-client the tests install (package.json pins the current major). */
+export const CLIENT_VERSION: string = JSON.parse(
+  readFileSync(createRequire(import.meta.url).resolve('taskcluster-client/package.json'), 'utf8'),
+).version;
 
 /** The callable entries of a service's reference. */
 export const referenceEntries = (service: ReferenceService): Entry[] => apis[service].reference.entries.filter((e) => e.type === 'function');

@@ -3,3 +3,7 @@ declare module 'taskcluster-client' {
   const taskcluster: any;
   export default taskcluster;
 }
+declare module 'taskcluster-client/src/apis.js' {
+  const apis: Record<string, { reference: { entries: any[] } }>;
+  export default apis;
+}
