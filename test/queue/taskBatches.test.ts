@@ -89,6 +89,16 @@ test('tasks and statuses answer the known taskIds once each, leave out unknown o
     assert.deepEqual([...ids].sort(), [...known].sort(), `${path}: each known task once`);
   }
 
+  // the most a call may name: 10,000 taskIds (~250 KB), answered in one page of what exists
+  const most = [...known, ...Array.from({ length: 10_000 - known.length }, () => slugid.nice())];
+  const started = Date.now();
+  const big = await q('POST', '/tasks/status', { taskIds: most });
+  assert.equal(big.status, 200, JSON.stringify(big.body).slice(0, 300));
+  assert.deepEqual(big.body.statuses.map((x: { taskId: string }) => x.taskId).sort(), [...known].sort());
+  assert.equal(big.body.continuationToken, undefined);
+  assert.ok(Date.now() - started < 5000, `10,000 taskIds took ${Date.now() - started} ms`);
+  console.log("BIG", Date.now() - started);
+
   assert.deepEqual((await q('POST', '/tasks', { taskIds: [] })).body, { tasks: [] });
   assert.deepEqual((await q('POST', '/tasks/status', {})).body, { statuses: [] });
   assert.deepEqual((await q('POST', '/tasks', { taskIds: unknown })).body, { tasks: [] });
