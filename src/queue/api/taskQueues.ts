@@ -146,7 +146,7 @@ export const listClaimedTasks = declare({
         const run = row.runs[row.runs.length - 1];
         // claimWork and reclaimTask set takenUntil to claimTimeout past the claim: the latest claim's time
         const renewed = (row.taken_until as Date).getTime() - deps.config.claimTimeoutSeconds * 1000;
-        const claimed = Math.max(Date.parse(run.started as string), Math.min(now, renewed));
+        const claimed = Math.max(Date.parse(run.started ?? '') || 0, Math.min(now, renewed));
         return { taskId: row.task_id, runId: run.runId, workerGroup: run.workerGroup, workerId: run.workerId, claimed: new Date(claimed).toISOString(), task: row.definition };
       }),
       ...next,
