@@ -19,6 +19,9 @@ export const DEFAULT_BODY_LIMIT = 64 * 1024;
  */
 export const TASK_BODY_LIMIT = 1024 * 1024;
 
+/** queue.tasks and queue.statuses: up to 10,000 taskIds (~250 KB of JSON, src/queue/taskBatch.ts). */
+export const TASK_IDS_BODY_LIMIT = 512 * 1024;
+
 /** Auth clients: up to 10 KB of description and scopes of up to 1 KB each (hundreds in a real client). */
 export const CLIENT_BODY_LIMIT = 256 * 1024;
 

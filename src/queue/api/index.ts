@@ -7,7 +7,8 @@ import { workerStream } from './workerStream.js';
 import { explainTaskEndpoint } from './explain.js';
 import { healthEndpoints } from '../../api/health.js';
 import { finishArtifact } from './artifacts/finish.js';
-import { getTaskQueue, listTaskQueues } from './taskQueues.js';
+import { getTaskQueue, listClaimedTasks, listPendingTasks, listTaskQueues, taskQueueCounts } from './taskQueues.js';
+import { statuses, tasks } from './taskBatches.js';
 import { declareProvisioner, declareWorkerType, getProvisioner, getWorkerType, listProvisioners, listWorkerTypes } from './provisioners.js';
 import { declareWorker, getWorker, listWorkers, quarantineWorker } from './workers.js';
 import { cancelTaskGroup, getTaskGroup, listDependentTasks, listTaskGroup, sealTaskGroup } from './groups.js';
@@ -19,6 +20,8 @@ export const queueEndpoints: Endpoint[] = [
   createTask,
   getTask,
   getStatus,
+  tasks,
+  statuses,
   explainTaskEndpoint,
   scheduleTask,
   rerunTask,
@@ -40,6 +43,9 @@ export const queueEndpoints: Endpoint[] = [
   finishArtifact,
   listTaskQueues,
   getTaskQueue,
+  taskQueueCounts,
+  listPendingTasks,
+  listClaimedTasks,
   listProvisioners,
   getProvisioner,
   declareProvisioner,
