@@ -74,6 +74,13 @@ test('every served entry answers through the official client; every NOT_SERVED e
   assert.equal((await queue.task(ids[0])).metadata.name, 'ref-0');
   assert.equal((await queue.status(ids[0])).status.state, 'pending');
   assert.equal((await queue.pendingTasks('tgs-ref/ref')).pendingTasks, 3);
+  assert.deepEqual(await queue.taskQueueCounts('tgs-ref/ref'), { provisionerId: 'tgs-ref', workerType: 'ref', taskQueueId: 'tgs-ref/ref', pendingTasks: 3, claimedTasks: 0 });
+  const firstPending = await queue.listPendingTasks('tgs-ref/ref', { limit: 2 });
+  assert.equal(firstPending.tasks[0].taskId, ids[0], 'claim order: the high-priority task first');
+  assert.equal((await queue.listPendingTasks('tgs-ref/ref', { continuationToken: firstPending.continuationToken })).tasks.length, 1);
+  const unknownTaskId = slugid.nice();
+  assert.deepEqual((await queue.tasks({ taskIds: [ids[1], unknownTaskId] })).tasks.map((x: { taskId: string; task: { metadata: { name: string } } }) => [x.taskId, x.task.metadata.name]), [[ids[1], 'ref-1']]);
+  assert.deepEqual((await queue.statuses({ taskIds: [unknownTaskId, ids[2]] })).statuses.map((x: { taskId: string; status: { state: string } }) => [x.taskId, x.status.state]), [[ids[2], 'pending']]);
   assert.equal((await queue.listTaskGroup(taskGroupId)).tasks.length, 4);
   assert.equal((await queue.getTaskGroup(taskGroupId)).taskGroupId, taskGroupId);
   assert.deepEqual((await queue.listDependentTasks(ids[0])).tasks.map((x: { status: { taskId: string } }) => x.status.taskId), [dependent]);
@@ -83,6 +90,8 @@ test('every served entry answers through the official client; every NOT_SERVED e
   const claimed = await queue.claimWork('tgs-ref/ref', { workerGroup: 'ref-group', workerId: 'ref-worker', tasks: 3 });
   assert.equal(claimed.tasks.length, 3);
   assert.equal(claimed.tasks[0].status.taskId, ids[0], 'highest priority first');
+  assert.deepEqual((await queue.listClaimedTasks('tgs-ref/ref')).tasks.map((x: { taskId: string; workerId: string }) => x.workerId), ['ref-worker', 'ref-worker', 'ref-worker']);
+  assert.equal((await queue.taskQueueCounts('tgs-ref/ref')).claimedTasks, 3);
   const reclaimed = await queue.reclaimTask(ids[0], 0);
   assert.equal(reclaimed.runId, 0);
   await queueRefuses('claimTask', 400, 'InputError', ids[1], 0, { workerGroup: 'ref-group', workerId: 'ref-worker' });
