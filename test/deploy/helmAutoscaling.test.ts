@@ -1,7 +1,9 @@
 import { before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { parse, parseAllDocuments } from 'yaml';
@@ -180,6 +182,27 @@ test('helm lint --strict passes with autoscaling on either trigger; an unknown t
   const noServer = run(['template', 'rel', chart, ...autoscaled, '--set', 'shellWorker.autoscaling.trigger=prometheus']);
   assert.notEqual(noServer.status, 0);
   assert.match(noServer.output, /shellWorker\.autoscaling\.prometheus\.serverAddress/);
+});
+
+test('the values example of docs/deployments.md § Autoscaling shell workers renders a valid ScaledObject with what it says', () => {
+  const doc = readFileSync(fileURLToPath(new URL('../../docs/deployments.md', import.meta.url)), 'utf8');
+  const section = doc.slice(doc.indexOf('## Autoscaling shell workers'));
+  const example = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(example, 'the section has a values example');
+  const dir = mkdtempSync(path.join(tmpdir(), 'tgs-keda-'));
+  try {
+    writeFileSync(path.join(dir, 'values.yaml'), example);
+    const manifests = render('-f', path.join(dir, 'values.yaml'));
+    const [so] = scaledObjects(manifests);
+    assert.ok(so, 'a ScaledObject');
+    assert.deepEqual(validateScaledObject(so), []);
+    const spec = so.spec as unknown as ScaledObjectSpec;
+    assert.deepEqual([spec.minReplicaCount, spec.maxReplicaCount, spec.advanced?.scalingModifiers?.target], [1, 20, '8']);
+    assert.ok(spec.triggers.every((t) => t.metadata.url.endsWith('/task-queues/prod%2Fshell/counts')));
+    assert.equal(shellWorker(manifests).spec.replicas, undefined);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('the CRD check can fail: a ScaledObject without a target, with a non-string trigger value, or min above max', () => {
