@@ -171,7 +171,7 @@ test('prometheus: the pending gauge the API exports for the shell worker\'s pool
   assert.equal((custom.spec as unknown as ScaledObjectSpec).triggers[0].metadata.query, 'sum(my_demand)');
 });
 
-test('helm lint --strict passes with autoscaling on either trigger; an unknown trigger or a Prometheus trigger without a server refuses to render', () => {
+test('helm lint --strict passes with autoscaling on either trigger; an unknown trigger, a target not above 0 or a Prometheus trigger without a server refuses to render', () => {
   for (const args of [autoscaled, withPrometheus, ['-f', productionValues, '--set', 'shellWorker.autoscaling.enabled=true']]) {
     const { status, output } = run(['lint', '--strict', chart, ...args]);
     assert.equal(status, 0, `helm lint ${args.join(' ')}:\n${output}`);
@@ -179,6 +179,9 @@ test('helm lint --strict passes with autoscaling on either trigger; an unknown t
   const unknown = run(['template', 'rel', chart, ...autoscaled, '--set', 'shellWorker.autoscaling.trigger=cpu']);
   assert.notEqual(unknown.status, 0);
   assert.match(unknown.output, /shellWorker\.autoscaling\.trigger: metrics-api or prometheus/);
+  const badTarget = run(['template', 'rel', chart, ...autoscaled, '--set', 'shellWorker.autoscaling.targetTasksPerWorker=-1']);
+  assert.notEqual(badTarget.status, 0, 'KEDA refuses a target of 0 or less');
+  assert.match(badTarget.output, /targetTasksPerWorker: a number of tasks above 0/);
   const noServer = run(['template', 'rel', chart, ...autoscaled, '--set', 'shellWorker.autoscaling.trigger=prometheus']);
   assert.notEqual(noServer.status, 0);
   assert.match(noServer.output, /shellWorker\.autoscaling\.prometheus\.serverAddress/);
