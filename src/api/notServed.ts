@@ -1,7 +1,7 @@
 /**
  * The entries of taskcluster-client's Queue, Auth, Index and Hooks references that tgs does not serve, each with the reason.
  * The one list: test/api/taskclusterReference.test.ts calls every other entry through the official client (and
- * fails on an entry that is in neither; the Index's in test/api/taskclusterIndexReference.test.ts), docs/api.md § Not served repeats it.
+ * fails on an entry that is in neither; the Index's in test/api/taskclusterIndexReference.test.ts), docs/api.md § Every entry of taskcluster-client lists every entry with it.
  */
 export const NOT_SERVED: Record<'Queue' | 'Auth' | 'Index' | 'Hooks', Record<string, string>> = {
   Queue: {
