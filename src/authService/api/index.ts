@@ -1,6 +1,7 @@
 import type { Endpoint } from '../../api/endpoint.js';
 import { client, createClient, deleteClient, disableClient, enableClient, listClients, resetAccessToken, updateClient } from './clients.js';
 import { ping } from './ping.js';
+import { getEntityHistory, listAuditHistory } from './audit.js';
 import { currentScopes } from './scopes.js';
 import { createRole, deleteRole, expandScopes, listRoleIds, listRoles, listRoles2, role, updateRole } from './roles.js';
 import { healthEndpoints } from '../../api/health.js';
@@ -17,6 +18,8 @@ export const authEndpoints: Endpoint[] = [
   enableClient,
   disableClient,
   deleteClient,
+  getEntityHistory,
+  listAuditHistory,
   listRoles,
   listRoles2,
   listRoleIds,
