@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthContext } from '../auth/authenticate.js';
+import type { AuthContext, ClientStore } from '../auth/authenticate.js';
 import type { ScopeExpression } from '../auth/scopes.js';
 import type { Config } from '../config.js';
 import type { ApiDeps } from './deps.js';
@@ -108,9 +108,22 @@ export interface Endpoint<Body = any> {
    * does not refuse anonymous callers of these before the handler runs.
    */
   isPublic?(params: Record<string, string>): boolean;
+  /**
+   * Authenticate this endpoint's requests against these clients instead of the deployment's: Taskcluster's test
+   * endpoints (testAuthenticate), whose fixed test clients' scopes the body may name. The credentials are checked
+   * once the body is read and validated (its payload hash too), by the rules every request is checked by; with
+   * `expand` in place of the roles. Such an endpoint declares no `scopes`: its handler checks what it requires.
+   */
+  ownClients?(body: Body): OwnClients;
   /** A per-process cap on requests in flight for expensive reads (src/api/concurrency.ts); beyond it 429. */
   concurrency?: ConcurrencyClass;
   handler(ctx: EndpointContext<Body>): Promise<unknown>;
+}
+
+/** The clients an endpoint with `ownClients` authenticates against, and what their scopes grant. */
+export interface OwnClients {
+  store: ClientStore;
+  expand(scopes: string[]): Promise<string[]>;
 }
 
 /** Helper that keeps the body type. */

@@ -18,10 +18,6 @@ export const NOT_SERVED: Record<'Queue' | 'Auth' | 'Index' | 'Hooks', Record<str
     gcpCredentials: 'tgs holds no GCP credentials to hand out.',
     sentryDSN: 'tgs has no Sentry projects to hand out.',
     websocktunnelToken: 'tgs runs no websocktunnel.',
-    authenticateHawk:
-      'Remote authentication for other Taskcluster services; tgs authenticates its own requests and has no such services.',
-    testAuthenticate: 'Taskcluster\'s test hook for service authors (fixed test clients); nothing in tgs uses it.',
-    testAuthenticateGet: 'Taskcluster\'s test hook for service authors (fixed test clients); nothing in tgs uses it.',
   },
   // every entry of the Index reference is served
   Index: {},

@@ -4,7 +4,8 @@ import { text as streamText } from 'node:stream/consumers';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { TgsError } from '../errors.js';
 import { OutageLog } from '../outageLog.js';
-import { createAuthenticator, type Authenticated } from '../auth/authenticate.js';
+import { createAuthenticator, TIMESTAMP_SKEW_SECONDS, type Authenticated, type RequestForAuth } from '../auth/authenticate.js';
+import { NonceCache } from '../auth/nonceCache.js';
 import { requireScopes } from '../auth/requireScopes.js';
 import {
   expressionSatisfied,
@@ -90,6 +91,22 @@ function sendError(reply: FastifyReply, request: FastifyRequest, err: unknown, e
 const hasBody = (request: FastifyRequest) =>
   request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
 
+/** What a request presents to be authenticated. */
+const requestForAuth = (request: FastifyRequest): RequestForAuth => ({
+  method: request.method,
+  url: request.url,
+  host: request.headers.host ?? '',
+  authorization: request.headers.authorization,
+  contentType: request.headers['content-type'] ?? '',
+});
+
+/** An endpoint with `ownClients` authenticates once its body is read: until then, nobody. */
+const NOT_YET_AUTHENTICATED: Authenticated = {
+  auth: { clientId: undefined, scopes: [] },
+  verifyPayload: () => undefined,
+  payloadHasher: () => undefined,
+};
+
 /** Throws 401 (anonymous) or 403 (authenticated) when the caller's scopes do not satisfy `expr`. */
 const checkScopes = (auth: Authenticated['auth'], expr: ScopeExpression) => requireScopes(auth.clientId, auth.scopes, expr);
 
@@ -120,6 +137,8 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
   postgresOutages.set(app, outage);
   deps.pool.on('connect', () => outage.recovered('answering again'));
   const authenticate = createAuthenticator(deps.clients, { rootUrl: () => deps.config.rootUrl, expand: (scopes) => deps.roles.expand(scopes) });
+  // the nonces seen by endpoints that authenticate against their own clients (a replay of one is refused too)
+  const ownClientNonces = new NonceCache(TIMESTAMP_SKEW_SECONDS);
   const limits = concurrencyLimits(deps.config);
 
   // JSON bodies keep their raw text so a Hawk payload hash can be checked.
@@ -147,6 +166,9 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
   const routes: Array<{ endpoint: Endpoint; route: Parameters<FastifyInstance['route']>[0] }> = [];
   for (const endpoint of endpoints) {
     const base = `/api/${endpoint.service}/v1`;
+    if (endpoint.ownClients && (endpoint.scopes !== undefined || endpoint.rawBody || endpoint.streamJson)) {
+      throw new Error(`${endpoint.name}: an endpoint with ownClients reads its body whole and checks its scopes itself`);
+    }
     const declaredParams = templateParameters(endpoint.scopes ?? { AllOf: [] });
     const routeParams = new Set([...endpoint.route.matchAll(/<([a-zA-Z]+)>/g)].map((m) => m[1]));
     const autoAuthorize = endpoint.scopes !== undefined && [...declaredParams].every((p) => routeParams.has(p));
@@ -199,13 +221,7 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
               throw new TgsError('InputError', `Invalid query parameter ${name}=${JSON.stringify(value)}: must match ${pattern}`);
             }
           }
-          const authenticated = await authenticate({
-            method: request.method,
-            url: request.url,
-            host: request.headers.host ?? '',
-            authorization: request.headers.authorization,
-            contentType: request.headers['content-type'] ?? '',
-          });
+          const authenticated = endpoint.ownClients ? NOT_YET_AUTHENTICATED : await authenticate(requestForAuth(request));
           const { auth } = authenticated;
           let authorized = false;
           if (autoAuthorize) {
@@ -233,7 +249,8 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
     const handle = async (request: FastifyRequest, reply: FastifyReply) => {
       let streamed: StreamedBody | undefined;
       try {
-        const { params, query, authenticated } = request.admitted as Admitted;
+        const { params, query } = request.admitted as Admitted;
+        let { authenticated } = request.admitted as Admitted;
         let authorized = endpoint.scopes === undefined || (request.admitted as Admitted).authorized;
         let body: unknown = request.body;
         if (endpoint.rawBody) {
@@ -247,7 +264,9 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
           if (request.body !== undefined && type !== 'application/json') throw new TgsError('InputError', 'Send the body as application/json');
           body = objectMembers(streamed.chunks(), { expand: endpoint.streamJson.expand, maxValueBytes: endpoint.streamJson.maxMemberBytes });
         } else {
-          authenticated.verifyPayload(request.rawBody);
+          // kept only where the credentials are checked after the body (ownClients)
+          const rawBody = endpoint.ownClients ? request.rawBody : undefined;
+          if (!endpoint.ownClients) authenticated.verifyPayload(request.rawBody);
           // Checked: a 100,000-task graph's body text (35 MB) need not live as long as the request does.
           request.rawBody = undefined;
           if (endpoint.input) {
@@ -255,6 +274,12 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
             body = validateInput(endpoint.input, body ?? {});
           } else if (body !== undefined) {
             throw new TgsError('InputError', 'This endpoint takes no body');
+          }
+          if (endpoint.ownClients) {
+            const own = endpoint.ownClients(body);
+            const authenticateOwn = createAuthenticator(own.store, { rootUrl: () => deps.config.rootUrl, expand: own.expand, nonces: ownClientNonces });
+            authenticated = await authenticateOwn(requestForAuth(request));
+            authenticated.verifyPayload(rawBody);
           }
         }
         const { auth } = authenticated;

@@ -30,6 +30,11 @@ export interface RequestForAuth {
   host: string;
   authorization: string | undefined;
   contentType: string;
+  /**
+   * The host and port the request was sent to, when the caller knows them (authenticateHawk: a request another
+   * service received); otherwise those of the root URL (see `signedHosts`).
+   */
+  signedFor?: { host: string; port: number };
 }
 
 /**
@@ -44,6 +49,8 @@ export interface Authenticated {
    * (before anything it caused is committed). Undefined when the client sent no payload hash.
    */
   payloadHasher(): PayloadHasher | undefined;
+  /** The payload hash the Authorization header carries, when it carries one (authenticateHawk answers it). */
+  payloadHash?: string;
 }
 
 export interface PayloadHasher {
@@ -54,7 +61,7 @@ export interface PayloadHasher {
 const payloadMismatch = () => authFailed('Hawk authentication failed: the body does not match the payload hash of the Authorization header');
 
 // Taskcluster accepts requests whose timestamp is within 15 minutes of the server's clock.
-const TIMESTAMP_SKEW_SECONDS = 15 * 60;
+export const TIMESTAMP_SKEW_SECONDS = 15 * 60;
 // A certificate may start up to 5 minutes in the future (clock drift between issuer and server).
 const CERTIFICATE_DRIFT_MS = 5 * 60 * 1000;
 const MAX_CERTIFICATE_LIFETIME_MS = 31 * 24 * 60 * 60 * 1000;
@@ -255,6 +262,8 @@ export function createAuthenticator(store: ClientStore, options: AuthenticatorOp
     let resolved: Resolved;
     let verifyPayload: Authenticated['verifyPayload'] = () => undefined;
     let payloadHasher: Authenticated['payloadHasher'] = () => undefined;
+    let payloadHash: string | undefined;
+    const hosts = req.signedFor ? [[req.signedFor.host, req.signedFor.port] as [string, number]] : signedHosts(options.rootUrl(), req.host);
     try {
       if (req.authorization) {
         const attributes = hawk.utils.parseAuthorizationHeader(req.authorization);
@@ -263,13 +272,14 @@ export function createAuthenticator(store: ClientStore, options: AuthenticatorOp
         rawExt = attributes.ext;
         ({ ext, resolved } = await resolve(id, rawExt));
         const credentialsFunc = () => ({ id: id as string, key: resolved.key, algorithm: 'sha256' as const });
-        const { credentials, artifacts } = await tryHosts(signedHosts(options.rootUrl(), req.host), ([host, port]) =>
+        const { credentials, artifacts } = await tryHosts(hosts, ([host, port]) =>
           hawk.server.authenticate({ ...req, host, port }, credentialsFunc, {
             timestampSkewSec: TIMESTAMP_SKEW_SECONDS,
             nonceFunc: (key, nonce, ts) => nonces.check(key, nonce, ts),
           }),
         );
         if (artifacts.hash) {
+          payloadHash = artifacts.hash;
           verifyPayload = (rawBody) => {
             try {
               hawk.server.authenticatePayload(rawBody ?? '', credentials, artifacts, req.contentType);
@@ -295,7 +305,7 @@ export function createAuthenticator(store: ClientStore, options: AuthenticatorOp
         if (!id) throw authFailed('the bewit has no id');
         rawExt = bewitExt;
         ({ ext, resolved } = await resolve(id, rawExt));
-        await tryHosts(signedHosts(options.rootUrl(), req.host), ([host, port]) =>
+        await tryHosts(hosts, ([host, port]) =>
           hawk.server.authenticateBewit({ ...req, host, port }, () => ({ id: id as string, key: resolved.key, algorithm: 'sha256' }), {
             timestampSkewSec: TIMESTAMP_SKEW_SECONDS,
           }),
@@ -317,7 +327,7 @@ export function createAuthenticator(store: ClientStore, options: AuthenticatorOp
     // Only a certificate whose request also passed Hawk's MAC check is kept: a holder of its access token.
     if (resolved.verified && rawExt) certificates.set(id, rawExt, { ext, ...resolved.verified });
     const auth: AuthContext = resolved.validUntil === undefined ? { clientId: id, scopes } : { clientId: id, scopes, validUntil: resolved.validUntil };
-    return { auth, verifyPayload, payloadHasher };
+    return payloadHash === undefined ? { auth, verifyPayload, payloadHasher } : { auth, verifyPayload, payloadHasher, payloadHash };
   };
 }
 

@@ -3,6 +3,7 @@ import type { Queryable } from '../db/pool.js';
 import { ROOT_CLIENT_ID } from '../config.js';
 import { TgsError } from '../errors.js';
 import type { ClientRecord, ClientStore } from './types.js';
+import { AUDIT_ACTION, SWEEP_CLIENT_ID } from './audit.js';
 
 /** The queue signs workers' per-run temporary credentials with this client's token. */
 export const ISSUER_CLIENT_ID = 'static/tgs/queue';
@@ -168,13 +169,18 @@ function sameScopes(a: string[], b: string[]): boolean {
  * Creates a client. Repeating the same request (same description, expires, scopes, deleteOnExpiration)
  * answers with the existing client, so a retry after a lost response works; different settings → 409.
  */
-export async function createClient(db: Queryable, clientId: string, settings: ClientSettings): Promise<ClientInfo & { accessToken: string }> {
+export async function createClient(
+  db: Queryable,
+  clientId: string,
+  settings: ClientSettings,
+): Promise<ClientInfo & { accessToken: string; inserted: boolean }> {
   const { rows } = await db.query<FullClientRow>(
     `INSERT INTO clients (client_id, access_token, scopes, description, expires, delete_on_expiration)
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (client_id) DO NOTHING RETURNING ${FULL_COLUMNS}`,
     [clientId, generateAccessToken(), settings.scopes, settings.description, settings.expires, settings.deleteOnExpiration],
   );
   let row = rows[0];
+  const inserted = row !== undefined;
   if (!row) {
     const existing = await db.query<FullClientRow>(`SELECT ${FULL_COLUMNS} FROM clients WHERE client_id = $1`, [clientId]);
     row = existing.rows[0];
@@ -186,7 +192,7 @@ export async function createClient(db: Queryable, clientId: string, settings: Cl
       sameScopes(row.scopes, settings.scopes);
     if (!same) throw new TgsError('RequestConflict', `client ${clientId} already exists with different settings; use updateClient to change it`);
   }
-  return { ...toInfo(row), accessToken: row.access_token };
+  return { ...toInfo(row), accessToken: row.access_token, inserted };
 }
 
 /** Replaces description, expires, deleteOnExpiration and (when given) scopes. */
@@ -226,9 +232,16 @@ export async function listClients(db: Queryable, options: { prefix?: string; aft
   return rows.map(toInfo);
 }
 
-/** Removes expired clients that were created with deleteOnExpiration (Taskcluster's expire-clients job). */
+/**
+ * Removes expired clients that were created with deleteOnExpiration (Taskcluster's expire-clients job), each with
+ * its `expired` audit row, in one statement.
+ */
 export async function deleteExpiredClients(db: Queryable): Promise<number> {
-  const { rowCount } = await db.query('DELETE FROM clients WHERE delete_on_expiration AND expires < now()');
+  const { rowCount } = await db.query(
+    `WITH gone AS (DELETE FROM clients WHERE delete_on_expiration AND expires < now() RETURNING client_id)
+     INSERT INTO audit_history (entity_type, entity_id, client_id, action_type) SELECT 'client', client_id, $1, $2 FROM gone`,
+    [SWEEP_CLIENT_ID, AUDIT_ACTION.expired],
+  );
   return rowCount ?? 0;
 }
 

@@ -74,7 +74,15 @@ async function changeRoles<T>(pool: pg.Pool, fn: (client: pg.PoolClient, roles: 
  * Creates a role. The same request again answers with the existing role; another description or other
  * scopes for an existing roleId are a 409 (Taskcluster). Refuses roles that would make a dependency cycle.
  */
-export async function createRole(pool: pg.Pool, roleId: string, input: { description: string; scopes: string[] }): Promise<RoleInfo> {
+/** Run by a role change's transaction once the change is made (the auth API writes its audit row): not for a repeat. */
+export type RoleChanged = (client: Queryable) => Promise<void>;
+
+export async function createRole(
+  pool: pg.Pool,
+  roleId: string,
+  input: { description: string; scopes: string[] },
+  changed: RoleChanged = async () => undefined,
+): Promise<RoleInfo> {
   const scopes = sortedScopes(input.scopes);
   return changeRoles(pool, async (client, roles) => {
     const existing = await getRole(client, roleId);
@@ -93,6 +101,7 @@ export async function createRole(pool: pg.Pool, roleId: string, input: { descrip
       `INSERT INTO roles (role_id, scopes, description) VALUES ($1, $2, $3) RETURNING ${COLUMNS}`,
       [roleId, scopes, input.description],
     );
+    await changed(client);
     return toInfo(rows[0]);
   });
 }
@@ -106,6 +115,7 @@ export async function updateRole(
   roleId: string,
   input: { description: string; scopes: string[] },
   authorizeAdded: (scopesAdded: string[]) => void,
+  changed: RoleChanged = async () => undefined,
 ): Promise<RoleInfo> {
   const scopes = sortedScopes(input.scopes);
   return changeRoles(pool, async (client, roles) => {
@@ -122,14 +132,16 @@ export async function updateRole(
       `UPDATE roles SET scopes = $2, description = $3, last_modified = now() WHERE role_id = $1 RETURNING ${COLUMNS}`,
       [roleId, scopes, input.description],
     );
+    await changed(client);
     return toInfo(rows[0]);
   });
 }
 
-/** Deletes a role; deleting one that does not exist succeeds (Taskcluster). */
-export async function deleteRole(pool: pg.Pool, roleId: string): Promise<void> {
+/** Deletes a role; deleting one that does not exist succeeds (Taskcluster), and `changed` runs only when one did. */
+export async function deleteRole(pool: pg.Pool, roleId: string, changed: RoleChanged = async () => undefined): Promise<void> {
   await changeRoles(pool, async (client) => {
-    await client.query('DELETE FROM roles WHERE role_id = $1', [roleId]);
+    const { rowCount } = await client.query('DELETE FROM roles WHERE role_id = $1', [roleId]);
+    if ((rowCount ?? 0) > 0) await changed(client);
   });
 }
 

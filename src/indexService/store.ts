@@ -113,6 +113,25 @@ export async function findTask(db: Queryable, path: string): Promise<IndexedTask
   return rows[0] ? toEntry(rows[0]) : undefined;
 }
 
+/**
+ * The unexpired entries at any of `paths` (valid index paths, no two alike), in path order after the path `after`
+ * (keyset paging over the request's paths); at most `limit`. A path with no entry, or an expired one, is absent.
+ * One primary-key probe a path.
+ */
+export async function findTasksAt(db: Queryable, paths: string[], after: string, limit: number): Promise<IndexedTask[]> {
+  const split = paths.map(splitNamespace);
+  const { rows } = await db.query<EntryRow & { path: string }>(
+    `SELECT ${ENTRY_COLUMNS} FROM (
+       SELECT t.*, CASE WHEN t.namespace = '' THEN t.name ELSE t.namespace || '.' || t.name END AS path
+         FROM unnest($1::text[], $2::text[]) AS p(namespace, name)
+         JOIN indexed_tasks t ON t.namespace = p.namespace AND t.name = p.name
+        WHERE t.expires > now()) found
+     WHERE path > $3 ORDER BY path LIMIT $4`,
+    [split.map(([namespace]) => namespace), split.map(([, name]) => name), after, limit],
+  );
+  return rows.map(toEntry);
+}
+
 /** Removes the entry at `path` (the namespaces above it stay, as in Taskcluster). Whether there was one. */
 export async function deleteIndexedTask(db: Queryable, path: string): Promise<boolean> {
   const [namespace, name] = splitNamespace(path);

@@ -4,6 +4,7 @@ import { withTransaction } from '../db/pool.js';
 import { applyChange } from './applyChange.js';
 import { announceResolvedGroups } from './taskGroups.js';
 import { deleteExpiredClients } from '../auth/clients.js';
+import { purgeAuditHistory } from '../auth/audit.js';
 import { resolutionMessage, taskMessage } from './messages.js';
 import { addPendingRun, isUnresolvedSql, mayRetry, resolveLatestRun } from './taskRow.js';
 import { isResolved } from '../taskStates.js';
@@ -103,6 +104,7 @@ export function startSweeps(pool: pg.Pool, config: Config, log: (line: string) =
     ['expiry', () => deleteExpired(pool)],
     ['task-group-resolved', () => announceResolvedGroups(pool, config)],
     ['client expiry', () => deleteExpiredClients(pool)],
+    ['audit history', () => purgeAuditHistory(pool)],
     ...extra,
   ];
   const timers = new Set<NodeJS.Timeout>();

@@ -176,6 +176,15 @@ test('every served entry answers through the official client; every NOT_SERVED e
   await auth.deleteRole('ref:role');
   await auth.deleteClient(clientId);
 
+  // --- Taskcluster's authenticateHawk (no credentials in the request shown: no-auth) and test endpoints (tester/no-secret)
+  assert.equal((await auth.authenticateHawk({ method: 'get', resource: '/api/x/v1/y', host: 'other.example.com', port: 443 })).status, 'no-auth');
+  const tester = recordingClient(
+    new taskcluster.Auth({ rootUrl: t.rootUrl, credentials: { clientId: 'tester', accessToken: 'no-secret' }, retries: 0 }) as unknown as Client,
+    exercised.Auth,
+  );
+  assert.deepEqual(await tester.testAuthenticate({ clientScopes: ['test:*'], requiredScopes: ['test:a'] }), { clientId: 'tester', scopes: ['assume:anonymous', 'test:*'] });
+  assert.equal((await tester.testAuthenticateGet()).clientId, 'tester');
+
   // --- what tgs does not serve is refused in Taskcluster's shape, never a 5xx
   for (const service of ['Queue', 'Auth'] as const) {
     const client = new taskcluster[service]({ rootUrl: t.rootUrl, credentials: t.root, retries: 0 }) as unknown as Client;

@@ -248,6 +248,9 @@ const PARAMS: Record<string, Candidate[]> = {
   workerGroup: [existing(async (w) => (await w.claimedTask(), 'matrix'))],
   workerId: [existing(async (w) => (await w.claimedTask(), 'w'))],
   clientId: [existing(async (w) => segment(await w.existingClient())), fresh(() => segment(`matrix/new-${randomBytes(4).toString('hex')}`))],
+  // the audit history of the world's client (its creation wrote a row)
+  entityType: [existing(async () => 'client')],
+  entityId: [existing(async (w) => segment(await w.existingClient()))],
   roleId: [existing(async (w) => segment(await w.existingRole())), fresh(() => segment(`matrix-new-${randomBytes(4).toString('hex')}`))],
   taskGraphId: [existing(async (w) => (await w.runningGraph()).taskGraphId), fresh(() => slugid.nice())],
   indexPath: [existing(async (w) => w.indexedTask())],
@@ -285,6 +288,7 @@ const BODIES: Record<string, (w: World) => unknown> = {
   'queue.quarantineWorker': () => ({ quarantineUntil: inDays(1) }),
   'queue.finishArtifact': () => ({ uploadId: slugid.v4() }),
   'index.insertTask': () => ({ taskId: slugid.nice(), rank: 0, data: {}, expires: inDays(1) }),
+  'index.findTasksAtIndex': async (w) => ({ indexes: [await w.indexedTask()] }),
   'hooks.createHook': (w) => hookBody(w.id),
   'hooks.updateHook': (w) => hookBody(w.id),
   'hooks.triggerHook': () => ({}),
@@ -300,7 +304,6 @@ const BODIES: Record<string, (w: World) => unknown> = {
  * they are POSTs that write nothing, and an empty list needs no scope and is answered, empty, to anyone (as
  * Taskcluster answers it; taskgraph asks with an empty list when no task was found in the index).
  */
-const BATCH_READS: Record<string, string> = { 'queue.tasks': 'tasks', 'queue.statuses': 'statuses' };
 
 /**
  * Endpoints whose every call is refused after authorization, with the refusal that shows it got that far: tgs
@@ -313,6 +316,18 @@ const AUTHORIZED_REFUSALS: Record<string, { status: number; message: RegExp }> =
 };
 
 const key = (e: Endpoint) => `${e.service}.${e.name}`;
+
+/**
+ * Reads that take a body: the scope parameters the body names (so whether the `anonymous` role grants one is
+ * computed as for a route's), and the answer to the empty body, which names nothing to read and so needs no scope
+ * (findTasksAtIndex without indexes answers no tasks, as Taskcluster's does).
+ */
+const READS_WITH_BODY: Record<string, { params: (body: any) => Record<string, unknown>; emptyAnswer: unknown }> = {
+  'index.findTasksAtIndex': { params: (body) => ({ indexPaths: body.indexes }), emptyAnswer: { tasks: [] } },
+  // a batch read's scopes name the taskIds of its body; an empty list names no task and is answered empty, as Taskcluster does
+  'queue.tasks': { params: (body) => ({ taskIds: body.taskIds }), emptyAnswer: { tasks: [] } },
+  'queue.statuses': { params: (body) => ({ taskIds: body.taskIds }), emptyAnswer: { statuses: [] } },
+};
 
 async function bodyFor(e: Endpoint, w: World): Promise<unknown> {
   if (!e.input || e.rawBody) return undefined;
@@ -352,9 +367,22 @@ const scoped = apiEndpoints.filter((e) => e.scopes !== undefined);
  * artifact bytes behind a signed URL and a hook fired with its trigger token (the signature, the token, is the
  * credential). Every other endpoint declares scopes, so emptying the role closes every read.
  */
-const UNSCOPED = new Set(['ping', 'lbheartbeat', 'heartbeat', 'version', 'uploadArtifactData', 'downloadArtifactData', 'claimTask', 'triggerHookWithToken']);
+const UNSCOPED = new Set([
+  'ping',
+  'lbheartbeat',
+  'heartbeat',
+  'version',
+  'uploadArtifactData',
+  'downloadArtifactData',
+  'claimTask',
+  'triggerHookWithToken',
+  // Taskcluster's: the answer about another request's credentials, and the test endpoints of the fixed test client
+  'authenticateHawk',
+  'testAuthenticate',
+  'testAuthenticateGet',
+]);
 
-test('every endpoint declares scopes but the services\' liveness, signed artifact URLs, trigger tokens and the refused claimTask', () => {
+test('every endpoint declares scopes but the services\' liveness, signed artifact URLs, trigger tokens, the refused claimTask and Taskcluster\'s authenticateHawk and test endpoints', () => {
   const unscoped = apiEndpoints.filter((e) => e.scopes === undefined).map((e) => `${e.service}.${e.name}`);
   assert.deepEqual(unscoped.filter((k) => !UNSCOPED.has(k.split('.')[1])), [], 'endpoints without scopes');
 });
@@ -384,12 +412,11 @@ test('every endpoint with scopes refuses anonymous and scope-less callers, and c
             const res = await call(e.method.toUpperCase(), path, body, credentials);
             calls++;
             const what = `${key(e)} ${e.method.toUpperCase()} ${path} as ${who}${empty ? ' with an empty body' : ''}`;
-            // an empty body may also be refused as invalid (400) before the scopes it would need are known
-            const emptyRead = empty && key(e) in BATCH_READS && res.status === 200;
-            if (emptyRead) {
-              assert.deepEqual(res.body, { [BATCH_READS[key(e)]]: [] }, `${what}: names no task, answers none`);
+            if (empty && READS_WITH_BODY[key(e)] && res.status === 200) {
+              assert.deepEqual(res.body, READS_WITH_BODY[key(e)].emptyAnswer, `${what}: reads nothing`);
               continue;
             }
+            // an empty body may also be refused as invalid (400) before the scopes it would need are known
             const refused = res.status === status || (res.status === 404 && combo.some((c) => !c.exists)) || (empty && res.status === 400);
             assert.ok(refused, `${what}: expected ${status}, got ${res.status} ${JSON.stringify(res.body)}`);
             assert.equal(typeof res.body?.code, 'string', `${what}: Taskcluster's error shape`);
@@ -439,8 +466,7 @@ test('with the default anonymous role, exactly the endpoints whose scopes it gra
       // a taskQueueId route stands for provisionerId/workerType (Taskcluster's two forms of one queue)
       if (typeof params.taskQueueId === 'string') [params.provisionerId, params.workerType] = params.taskQueueId.split('/');
       const body = await bodyFor(e, world);
-      // a batch read's scopes name the taskIds of its body
-      if (key(e) in BATCH_READS) Object.assign(params, body);
+      Object.assign(params, READS_WITH_BODY[key(e)]?.params(body));
       const needed = [...templateParameters(e.scopes!)];
       // Scopes that depend on the body or the stored task (createTask's, a task's schedulerId) are not the role's
       // business: the role grants nothing that is not a read named by its route (or a batch read's body).
@@ -449,7 +475,7 @@ test('with the default anonymous role, exactly the endpoints whose scopes it gra
       const res = await call(e.method.toUpperCase(), path, body, null);
       const what = `${key(e)} ${e.method.toUpperCase()} ${path} anonymously`;
       if (grants) {
-        assert.ok(e.method === 'get' || key(e) in BATCH_READS, `${what}: the anonymous role grants only reads`);
+        assert.ok(e.method === 'get' || READS_WITH_BODY[key(e)], `${what}: the anonymous role grants only reads`);
         assert.ok(res.status < 400, `${what}: the role grants it, got ${res.status} ${JSON.stringify(res.body)}`);
         answered.push(key(e));
       } else {
@@ -460,7 +486,7 @@ test('with the default anonymous role, exactly the endpoints whose scopes it gra
   }
   assert.deepEqual(await fingerprint(), before, 'anonymous calls changed the database');
   // the reads migration 016 gives anonymous callers, by name: the generated expectation above must agree
-  for (const name of ['findTask', 'listNamespaces', 'listTasks']) assert.ok(answered.includes(`index.${name}`), `index.${name} answers anonymous callers`);
+  for (const name of ['findTask', 'findTasksAtIndex', 'listNamespaces', 'listTasks']) assert.ok(answered.includes(`index.${name}`), `index.${name} answers anonymous callers`);
   for (const name of ['task', 'status', 'tasks', 'statuses', 'listTaskGroup', 'getTaskGroup', 'listDependentTasks', 'listArtifacts', 'listLatestArtifacts', 'pendingTasks', 'listTaskQueues', 'getTaskQueue', 'listProvisioners', 'getProvisioner', 'listWorkerTypes', 'getWorkerType']) {
     assert.ok(answered.includes(`queue.${name}`), `queue.${name} answers anonymous callers`);
   }

@@ -15,6 +15,9 @@ import {
   updateClient as updateClientRow,
   type ClientSettings,
 } from '../../auth/clients.js';
+import { withTransaction, type Queryable } from '../../db/pool.js';
+import { AUDIT_ACTION, auditClientId, recordAudit, type AuditAction } from '../../auth/audit.js';
+import type { AuthContext } from '../../auth/authenticate.js';
 import { refuseDoubleStar, createClientRequest, createClientResponse, getClientResponse, listClientsResponse } from './schemas.js';
 
 type ClientRequest = Omit<ClientSettings, 'scopes'> & { scopes?: string[] };
@@ -35,6 +38,25 @@ async function withExpanded<T extends { scopes: string[] }>(deps: ApiDeps, clien
 }
 
 const notFound = (clientId: string) => new TgsError('ResourceNotFound', `client ${clientId} not found`);
+
+/**
+ * Runs a change of the client `clientId` in a transaction that also writes its audit row (who: the caller), when
+ * `made` says the change was made; nothing is recorded for a change that fails or changes nothing.
+ */
+function audited<T>(
+  deps: ApiDeps,
+  auth: AuthContext,
+  clientId: string,
+  action: AuditAction,
+  change: (tx: Queryable) => Promise<T>,
+  made: (result: T) => boolean = (result) => result !== undefined,
+): Promise<T> {
+  return withTransaction(deps.pool, async (tx) => {
+    const result = await change(tx);
+    if (made(result)) await recordAudit(tx, { entityType: 'client', entityId: clientId, clientId: auditClientId(auth.clientId), action });
+    return result;
+  });
+}
 
 export const listClients = declare({
   service: 'auth',
@@ -83,17 +105,22 @@ export const createClient = declare<ClientRequest>({
   input: createClientRequest,
   output: createClientResponse,
   bodyLimit: CLIENT_BODY_LIMIT,
-  async handler({ params, body, deps, authorize }) {
+  async handler({ params, body, deps, auth, authorize }) {
     refuseStatic(params.clientId);
     const scopes = body.scopes ?? [];
     refuseDoubleStar(scopes);
     authorize({ scopes });
-    return withExpanded(deps, await createClientRow(deps.pool, params.clientId, {
-      description: body.description,
-      expires: body.expires,
-      scopes,
-      deleteOnExpiration: body.deleteOnExpiration,
-    }));
+    const settings = { description: body.description, expires: body.expires, scopes, deleteOnExpiration: body.deleteOnExpiration };
+    // the same request again answers the client as it is, and records nothing
+    const { inserted: _inserted, ...created } = await audited(
+      deps,
+      auth,
+      params.clientId,
+      AUDIT_ACTION.created,
+      (tx) => createClientRow(tx, params.clientId, settings),
+      (c) => c.inserted,
+    );
+    return withExpanded(deps, created);
   },
 });
 
@@ -110,14 +137,14 @@ export const updateClient = declare<ClientRequest>({
   input: createClientRequest,
   output: getClientResponse,
   bodyLimit: CLIENT_BODY_LIMIT,
-  async handler({ params, body, deps, authorize }) {
+  async handler({ params, body, deps, auth, authorize }) {
     refuseStatic(params.clientId);
     refuseDoubleStar(body.scopes);
     const existing = await getClient(deps.pool, params.clientId);
     if (!existing) throw notFound(params.clientId);
     const scopesAdded = (body.scopes ?? []).filter((s) => !existing.scopes.includes(s));
     authorize({ scopesAdded });
-    const updated = await updateClientRow(deps.pool, params.clientId, body);
+    const updated = await audited(deps, auth, params.clientId, AUDIT_ACTION.updated, (tx) => updateClientRow(tx, params.clientId, body));
     if (!updated) throw notFound(params.clientId);
     return withExpanded(deps, updated);
   },
@@ -132,9 +159,9 @@ export const resetAccessToken = declare({
   route: '/clients/<clientId>/reset',
   scopes: 'auth:reset-access-token:<clientId>',
   output: createClientResponse,
-  async handler({ params, deps }) {
+  async handler({ params, deps, auth }) {
     refuseStatic(params.clientId);
-    const reset = await resetAccessTokenRow(deps.pool, params.clientId);
+    const reset = await audited(deps, auth, params.clientId, AUDIT_ACTION.accessTokenReset, (tx) => resetAccessTokenRow(tx, params.clientId));
     if (!reset) throw notFound(params.clientId);
     return withExpanded(deps, reset);
   },
@@ -148,9 +175,10 @@ export const deleteClient = declare({
   method: 'delete',
   route: '/clients/<clientId>',
   scopes: 'auth:delete-client:<clientId>',
-  async handler({ params, deps }) {
+  async handler({ params, deps, auth }) {
     refuseStatic(params.clientId);
-    await deleteClientRow(deps.pool, params.clientId);
+    // deleting a client that does not exist succeeds, and records nothing: nothing changed
+    await audited(deps, auth, params.clientId, AUDIT_ACTION.deleted, (tx) => deleteClientRow(tx, params.clientId), (deleted) => deleted);
     return {};
   },
 });
@@ -168,9 +196,11 @@ function setDisabled(name: 'enableClient' | 'disableClient', disabled: boolean) 
     route: `/clients/<clientId>/${verb}`,
     scopes: `auth:${verb}-client:<clientId>`,
     output: getClientResponse,
-    async handler({ params, deps }) {
+    async handler({ params, deps, auth }) {
       refuseStatic(params.clientId);
-      const updated = await setClientDisabled(deps.pool, params.clientId, disabled);
+      // recorded on every call, as Taskcluster does, also when the client was already in that state
+      const action = disabled ? AUDIT_ACTION.disabled : AUDIT_ACTION.enabled;
+      const updated = await audited(deps, auth, params.clientId, action, (tx) => setClientDisabled(tx, params.clientId, disabled));
       if (!updated) throw notFound(params.clientId);
       return withExpanded(deps, updated);
     },

@@ -1,6 +1,8 @@
 import type { Endpoint } from '../../api/endpoint.js';
 import { client, createClient, deleteClient, disableClient, enableClient, listClients, resetAccessToken, updateClient } from './clients.js';
 import { ping } from './ping.js';
+import { getEntityHistory, listAuditHistory } from './audit.js';
+import { authenticateHawk, testAuthenticate, testAuthenticateGet } from './authenticate.js';
 import { currentScopes } from './scopes.js';
 import { createRole, deleteRole, expandScopes, listRoleIds, listRoles, listRoles2, role, updateRole } from './roles.js';
 import { healthEndpoints } from '../../api/health.js';
@@ -12,6 +14,8 @@ export const authEndpoints: Endpoint[] = [
   listClients,
   client,
   createClient,
+  getEntityHistory,
+  listAuditHistory,
   updateClient,
   resetAccessToken,
   enableClient,
@@ -26,4 +30,7 @@ export const authEndpoints: Endpoint[] = [
   deleteRole,
   expandScopes,
   currentScopes,
+  authenticateHawk,
+  testAuthenticate,
+  testAuthenticateGet,
 ];

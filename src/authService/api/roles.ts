@@ -3,6 +3,9 @@ import { declare } from '../../api/endpoint.js';
 import { TgsError } from '../../errors.js';
 import { PAGE_QUERY, readPage } from '../../api/paging.js';
 import { createRole as createRoleRow, deleteRole as deleteRoleRow, getRole, listRoles as listRoleRows, updateRole as updateRoleRow, type RoleInfo } from '../../auth/roleStore.js';
+import { AUDIT_ACTION, auditClientId, recordAudit, type AuditAction } from '../../auth/audit.js';
+import type { AuthContext } from '../../auth/authenticate.js';
+import type { RoleChanged } from '../../auth/roleStore.js';
 import { createRoleRequest, getRoleResponse, listRoleIdsResponse, listRoles2Response, listRolesResponse, refuseDoubleStar, scopeSet, scopeSetInput } from './schemas.js';
 
 /** Taskcluster's roleId: printable ASCII. */
@@ -17,6 +20,12 @@ async function roleToJson(deps: ApiDeps, role: RoleInfo) {
   const expander = await deps.roles.current();
   return { ...role, expandedScopes: expander.expand([`assume:${role.roleId}`]) };
 }
+
+/** Writes a role change's audit row, in the change's transaction (who: the caller). */
+const auditRole =
+  (auth: AuthContext, roleId: string, action: AuditAction): RoleChanged =>
+  (tx) =>
+    recordAudit(tx, { entityType: 'role', entityId: roleId, clientId: auditClientId(auth.clientId), action });
 
 const readRolePage = (deps: ApiDeps, query: Record<string, string | undefined>) =>
   readPage(query, (after, limit) => listRoleRows(deps.pool, { after, limit }), (r) => r.roleId);
@@ -98,10 +107,10 @@ export const createRole = declare<RoleRequest>({
   scopes: { AllOf: ['auth:create-role:<roleId>', { for: 'scope', in: 'scopes', each: '<scope>' }] },
   input: createRoleRequest,
   output: getRoleResponse,
-  async handler({ params, body, deps, authorize }) {
+  async handler({ params, body, deps, auth, authorize }) {
     refuseDoubleStar(body.scopes);
     authorize({ scopes: body.scopes });
-    const created = await createRoleRow(deps.pool, params.roleId, body);
+    const created = await createRoleRow(deps.pool, params.roleId, body, auditRole(auth, params.roleId, AUDIT_ACTION.created));
     deps.roles.invalidate();
     return roleToJson(deps, created);
   },
@@ -119,9 +128,15 @@ export const updateRole = declare<RoleRequest>({
   scopes: { AllOf: ['auth:update-role:<roleId>', { for: 'scope', in: 'scopesAdded', each: '<scope>' }] },
   input: createRoleRequest,
   output: getRoleResponse,
-  async handler({ params, body, deps, authorize }) {
+  async handler({ params, body, deps, auth, authorize }) {
     refuseDoubleStar(body.scopes);
-    const updated = await updateRoleRow(deps.pool, params.roleId, body, (scopesAdded) => authorize({ scopesAdded }));
+    const updated = await updateRoleRow(
+      deps.pool,
+      params.roleId,
+      body,
+      (scopesAdded) => authorize({ scopesAdded }),
+      auditRole(auth, params.roleId, AUDIT_ACTION.updated),
+    );
     deps.roles.invalidate();
     return roleToJson(deps, updated);
   },
@@ -135,8 +150,8 @@ export const deleteRole = declare({
   method: 'delete',
   route: '/roles/<roleId>',
   scopes: 'auth:delete-role:<roleId>',
-  async handler({ params, deps }) {
-    await deleteRoleRow(deps.pool, params.roleId);
+  async handler({ params, deps, auth }) {
+    await deleteRoleRow(deps.pool, params.roleId, auditRole(auth, params.roleId, AUDIT_ACTION.deleted));
     deps.roles.invalidate();
     return {};
   },

@@ -1,8 +1,8 @@
 import { declare } from '../../api/endpoint.js';
 import { PAGE_QUERY, readPage } from '../../api/paging.js';
 import { NAMESPACE_PARAM, checkNamespace } from '../namespace.js';
-import { listNamespaces as listNamespaceRows, listTasks as listTaskRows } from '../store.js';
-import { listNamespacesSchema, listTasksSchema } from './schemas.js';
+import { findTasksAt, listNamespaces as listNamespaceRows, listTasks as listTaskRows } from '../store.js';
+import { listNamespacesSchema, listTasksAtIndexSchema, listTasksSchema } from './schemas.js';
 
 /** A list's namespace: '' (the root: `/namespaces/`, `/tasks/`, what the client calls for '') or an index path. */
 function namespaceOf(params: Record<string, string>): string {
@@ -45,5 +45,37 @@ export const listTasks = declare({
     const namespace = namespaceOf(ctx.params);
     const { page, next } = await readPage(ctx.query, (after, limit) => listTaskRows(ctx.deps.pool, namespace, after, limit), (t) => t.name);
     return { tasks: page.map(({ name: _name, ...entry }) => entry), ...next };
+  },
+});
+
+/**
+ * findTasksAtIndex's body: up to MAX_INDEX_PATHS paths of up to 255 characters, as JSON (~2.6 MB at worst; a decision
+ * task's index search sends a few thousand paths of ~120 characters).
+ */
+const FIND_TASKS_BODY_LIMIT = 4 * 1024 * 1024;
+
+export const findTasksAtIndex = declare<{ indexes: string[] }>({
+  service: 'index',
+  name: 'findTasksAtIndex',
+  title: 'Find tasks at indexes',
+  description:
+    'The unexpired entries at the index paths of `indexes` (up to 10,000; the caller needs `index:find-task:<indexPath>` ' +
+    'for each), by path, paged (limit ≤ 1000, continuationToken: send the same `indexes` with it). A path where ' +
+    'nothing is indexed, or whose entry expired, is absent from the answer; a path listed twice answers once. ' +
+    'Mozilla\'s taskgraph finds the tasks its index-search optimization may reuse with it.',
+  method: 'post',
+  route: '/tasks/indexes',
+  query: PAGE_QUERY,
+  scopes: { AllOf: [{ for: 'indexPath', in: 'indexPaths', each: 'index:find-task:<indexPath>' }] },
+  input: listTasksAtIndexSchema,
+  output: listTasksSchema,
+  bodyLimit: FIND_TASKS_BODY_LIMIT,
+  async handler({ body, query, deps, authorize }) {
+    const indexPaths = [...new Set(body.indexes)];
+    for (const path of indexPaths) checkNamespace(path);
+    authorize({ indexPaths });
+    if (indexPaths.length === 0) return { tasks: [] };
+    const { page, next } = await readPage(query, (after, limit) => findTasksAt(deps.pool, indexPaths, after, limit), (t) => t.namespace);
+    return { tasks: page, ...next };
   },
 });

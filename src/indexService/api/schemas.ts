@@ -30,3 +30,13 @@ export const listNamespacesSchema = pagedListSchema('namespaces', {
   required: ['namespace', 'name', 'expires'],
   properties: { namespace, name: { type: 'string' }, expires: dateTime },
 });
+
+/** The most paths one findTasksAtIndex names (Taskcluster sets none; its body limit bounds it there). */
+export const MAX_INDEX_PATHS = 10_000;
+
+/** Taskcluster's list-tasks-at-index (`indexes`, default []), with a bound on the paths. */
+export const listTasksAtIndexSchema: JsonSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { indexes: { type: 'array', default: [], maxItems: MAX_INDEX_PATHS, items: namespace } },
+};
