@@ -72,6 +72,8 @@ test('every Index entry answers through the official client as Taskcluster\'s do
   assert.equal((await index.insertTask('ref.project.latest', { taskId: other, rank: 2, data: {}, expires })).taskId, taskId, 'a lower rank leaves the entry');
   assert.deepEqual(await index.findTask('ref.project.latest'), inserted);
   await refused(index.findTask('ref.project.nothing'), 404, 'ResourceNotFound');
+  // taskgraph's batched lookup: an unknown path is absent from the answer
+  assert.deepEqual((await index.findTasksAtIndex({ indexes: ['ref.project.nothing', 'ref.project.latest'] })).tasks, [inserted]);
 
   // --- lists, paged with continuationToken and limit
   for (const name of ['b', 'c', 'd', 'e']) await index.insertTask(`ref.project.${name}`, { taskId: other, rank: 0, data: { name }, expires });

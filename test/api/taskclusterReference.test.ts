@@ -175,6 +175,16 @@ test('every served entry answers through the official client; every NOT_SERVED e
   for (const c of [own, issued]) assert.ok((await c.currentScopes()).scopes.includes('ref:x'), 'enabled again; the role grants ref:x');
   await auth.deleteRole('ref:role');
   await auth.deleteClient(clientId);
+  // the audit history of the client's changes, and of what the root client changed
+  const history = await auth.getEntityHistory('client', clientId);
+  assert.deepEqual(
+    history.auditHistory.map((h: { actionType: string }) => h.actionType),
+    ['created', 'updated', 'access token reset', 'client disabled', 'client enabled', 'deleted'],
+  );
+  assert.ok(history.auditHistory.every((h: { clientId: string }) => h.clientId === t.root.clientId));
+  const byRoot = await auth.listAuditHistory(t.root.clientId, { limit: 1 });
+  assert.equal(byRoot.auditHistory.length, 1);
+  assert.ok(byRoot.continuationToken, 'paged');
 
   // --- Taskcluster's authenticateHawk (no credentials in the request shown: no-auth) and test endpoints (tester/no-secret)
   assert.equal((await auth.authenticateHawk({ method: 'get', resource: '/api/x/v1/y', host: 'other.example.com', port: 443 })).status, 'no-auth');

@@ -98,7 +98,7 @@ test('a taskgraph-style decision: tasks created one call each; the next generati
   let definitions: { tasks: { taskId: string; task: { metadata: { name: string } } }[] } | undefined;
   const second = await runDecision(rootUrl, root, project, async (queue, index, decisionId) => {
     const paths = [`${project}.cache.toolchain.v1`, `${project}.cache.never-built.v1`];
-    lookedUp = await index.findTasksAtIndex({ indexPaths: paths });
+    lookedUp = await index.findTasksAtIndex({ indexes: paths });
     const found = new Map(lookedUp!.tasks.map((t) => [t.namespace, t.taskId]));
     checked = await queue.statuses({ taskIds: [...found.values()] });
     definitions = await queue.tasks({ taskIds: [...found.values()] });
