@@ -206,6 +206,9 @@ test('findArtifactFromTask answers 303 with express\'s text body, never JSON; th
   assert.equal(queue.json.storageType, 's3');
   assert.equal(queue.json.url, queue.headers.get('location'));
   assert.equal(queue.headers.get('x-taskcluster-artifact-storage-type'), 's3');
+  // a wildcard parameter keeps a trailing slash, as express's `{*name}` does: `public/build/x.txt/` is another name
+  assert.equal((await python('GET', `${t.rootUrl}/api/queue/v1/task/${taskId}/artifacts/public/build/x.txt/`, null)).status, 404);
+  assert.equal((await python('GET', `${t.rootUrl}/api/index/v1/task/httprules.redirect/artifacts/public/build/x.txt/`, null)).headers.get('location'), `${location}/`);
 });
 
 test('preferredRedirectBody negotiates as express\'s res.format does', () => {
