@@ -173,8 +173,9 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
   app.setNotFoundHandler((request, reply) => sendError(reply, request, noSuchEndpoint(request)));
   // An unknown route is answered 404 before its body is read, whatever its size (Taskcluster answers 404 to an
   // unknown route, body or not): the server-wide body limit would otherwise answer 413 first.
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.is404) return sendError(reply, request, noSuchEndpoint(request));
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.is404) void sendError(reply, request, noSuchEndpoint(request));
+    else done();
   });
 
   const routes: Array<{ endpoint: Endpoint; route: Parameters<FastifyInstance['route']>[0] }> = [];
