@@ -70,6 +70,11 @@ export interface Endpoint<Body = any> {
   route: string;
   /** Extra routes served by the same handler (e.g. a `%2F`-encoded taskQueueId form). */
   aliases?: string[];
+  /**
+   * The route's last parameter, when it may be left out (Taskcluster's `{/:name}`, the index's lists of the root
+   * namespace): the route is served without its `/<name>` too, the parameter then `''`.
+   */
+  optionalParam?: string;
   /** A regular expression each route parameter must match. */
   params?: Record<string, RegExp>;
   /** Allowed query parameters, each with a regular expression. */
@@ -132,6 +137,9 @@ export interface OwnClients {
  * declaration does not override.
  */
 export function declare<Body = any>(endpoint: Endpoint<Body>): Endpoint<Body> {
+  if (endpoint.optionalParam !== undefined && !endpoint.route.endsWith(`/<${endpoint.optionalParam}>`)) {
+    throw new Error(`${endpoint.name}: optionalParam ${endpoint.optionalParam} must be the last parameter of ${endpoint.route}`);
+  }
   const params: Record<string, RegExp> = {};
   for (const route of [endpoint.route, ...(endpoint.aliases ?? [])]) {
     for (const [, name] of route.matchAll(/<([A-Za-z]+)\*?>/g)) if (ROUTE_PARAMS[name]) params[name] = ROUTE_PARAMS[name];

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { Histogram } from 'prom-client';
 import type { Endpoint } from './endpoint.js';
-import { fastifyPath } from './server.js';
+import { servedPaths } from './server.js';
 import { httpDuration } from '../observability/metrics.js';
 
 type Child = Histogram.Internal<'service' | 'method' | 'status'>;
@@ -25,10 +25,11 @@ export function registerHttpMetrics(app: FastifyInstance, endpoints: Endpoint[],
   const byRoute = new Map<string, Map<string, RouteLabels>>();
   for (const endpoint of endpoints) {
     for (const route of [endpoint.route, ...(endpoint.aliases ?? [])]) {
-      const url = `/api/${endpoint.service}/v1${fastifyPath(route)}`;
-      const verbs = byRoute.get(url) ?? new Map<string, RouteLabels>();
-      verbs.set(endpoint.method.toUpperCase(), labels(endpoint.service, endpoint.name));
-      byRoute.set(url, verbs);
+      for (const url of servedPaths(endpoint, route)) {
+        const verbs = byRoute.get(url) ?? new Map<string, RouteLabels>();
+        verbs.set(endpoint.method.toUpperCase(), labels(endpoint.service, endpoint.name));
+        byRoute.set(url, verbs);
+      }
     }
   }
   const other = labels('other', 'other');

@@ -50,6 +50,31 @@ export function fastifyPath(route: string): string {
 const wildcardParam = (route: string) => /<([a-zA-Z]+)\*>$/.exec(route)?.[1];
 
 /**
+ * Every path fastify serves a route of `endpoint` at (`route` one of its route and aliases). Taskcluster's express
+ * router is not strict: a path answers with and without a trailing slash (the Python client strips it, `/roles/` is
+ * called as `/roles`). A wildcard route takes the trailing slash into its parameter, as express does. A route
+ * whose last parameter is optional (Endpoint.optionalParam) is served without it as well.
+ */
+export function servedPaths(endpoint: Endpoint, route: string): string[] {
+  const base = `/api/${endpoint.service}/v1`;
+  const forms = [route];
+  if (endpoint.optionalParam !== undefined && route.endsWith(`/<${endpoint.optionalParam}>`)) {
+    forms.push(route.slice(0, -`/<${endpoint.optionalParam}>`.length));
+  }
+  const paths = new Set<string>();
+  for (const form of forms) {
+    const path = base + fastifyPath(form);
+    if (wildcardParam(form)) {
+      paths.add(path);
+      continue;
+    }
+    const bare = path.replace(/\/+$/, '');
+    paths.add(bare).add(`${bare}/`);
+  }
+  return [...paths];
+}
+
+/**
  * How long a connection may go on sending the body of a refused request. Node discards (never stores) such a
  * body after the reply so the connection can be reused; closing at once instead would reset the connection
  * and clients still sending would lose the reply. Past this the connection is closed.
@@ -84,6 +109,8 @@ function sendError(reply: FastifyReply, request: FastifyRequest, err: unknown, e
     else console.error(`internal error in ${where}:`, err);
   }
   if (tgsError.code === 'TooManyRequests') void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+  // Taskcluster's answer to credentials it does not accept (never to a request without any: see checkScopes)
+  if (tgsError.code === 'AuthenticationFailed') void reply.header('www-authenticate', 'hawk');
   if (!request.raw.complete && hasBody(request)) lingerRefusedBody(request, reply);
   return reply.status(tgsError.status).header('content-type', 'application/json').send(errorBody(tgsError, request, endpoint));
 }
@@ -107,7 +134,10 @@ const NOT_YET_AUTHENTICATED: Authenticated = {
   payloadHasher: () => undefined,
 };
 
-/** Throws 401 (anonymous) or 403 (authenticated) when the caller's scopes do not satisfy `expr`. */
+/**
+ * Throws 403 InsufficientScopes when the caller's scopes do not satisfy `expr`: a request without credentials holds
+ * the `anonymous` role, as in Taskcluster (401 is only for credentials that do not authenticate).
+ */
 const checkScopes = (auth: Authenticated['auth'], expr: ScopeExpression) => requireScopes(auth.clientId, auth.scopes, expr);
 
 export interface ApiServerOptions {
@@ -158,14 +188,17 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
   app.addContentTypeParser('*', (_request, _payload, done) => done(new TgsError('InputError', 'Send the body as application/json'), undefined));
 
   app.setErrorHandler((err, request, reply) => sendError(reply, request, err));
-  app.setNotFoundHandler((request, reply) => {
-    const err = new TgsError('ResourceNotFound', `No such endpoint: ${request.method} ${request.url.split('?')[0]}`);
-    return sendError(reply, request, err);
+  const noSuchEndpoint = (request: FastifyRequest) => new TgsError('ResourceNotFound', `No such endpoint: ${request.method} ${request.url.split('?')[0]}`);
+  app.setNotFoundHandler((request, reply) => sendError(reply, request, noSuchEndpoint(request)));
+  // An unknown route is answered 404 before its body is read, whatever its size (Taskcluster answers 404 to an
+  // unknown route, body or not): the server-wide body limit would otherwise answer 413 first.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.is404) void sendError(reply, request, noSuchEndpoint(request));
+    else done();
   });
 
   const routes: Array<{ endpoint: Endpoint; route: Parameters<FastifyInstance['route']>[0] }> = [];
   for (const endpoint of endpoints) {
-    const base = `/api/${endpoint.service}/v1`;
     if (endpoint.ownClients && (endpoint.scopes !== undefined || endpoint.rawBody || endpoint.streamJson)) {
       throw new Error(`${endpoint.name}: an endpoint with ownClients reads its body whole and checks its scopes itself`);
     }
@@ -197,6 +230,8 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
       return async (request: FastifyRequest, reply: FastifyReply) => {
         try {
           const params = { ...(request.params as Record<string, string>) };
+          // served without its optional last parameter: Taskcluster's handler takes it as ''
+          if (endpoint.optionalParam !== undefined) params[endpoint.optionalParam] ??= '';
           if (wildcard !== undefined && params['*'] !== undefined) {
             params[wildcard] = params['*'];
             delete params['*'];
@@ -338,16 +373,10 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
     };
 
     for (const route of [endpoint.route, ...(endpoint.aliases ?? [])]) {
-      routes.push({
-        endpoint,
-        route: {
-          method: endpoint.method.toUpperCase() as 'GET',
-          url: base + fastifyPath(route),
-          bodyLimit,
-          onRequest: admit(route),
-          handler: handle,
-        },
-      });
+      const onRequest = admit(route);
+      for (const url of servedPaths(endpoint, route)) {
+        routes.push({ endpoint, route: { method: endpoint.method.toUpperCase() as 'GET', url, bodyLimit, onRequest, handler: handle } });
+      }
     }
   }
   for (const { endpoint, route } of routes) if (!endpoint.rawBody && !endpoint.streamJson) app.route(route);
@@ -363,9 +392,8 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
 
   const services = [...new Set(endpoints.map((e) => e.service))];
   for (const service of services) {
-    app.get(`/api/${service}/v1/openapi.json`, async () =>
-      openApiDocument(service, deps.config.rootUrl, endpoints.filter((e) => e.service === service)),
-    );
+    const document = async () => openApiDocument(service, deps.config.rootUrl, endpoints.filter((e) => e.service === service));
+    for (const url of [`/api/${service}/v1/openapi.json`, `/api/${service}/v1/openapi.json/`]) app.get(url, document);
   }
   return app;
 }

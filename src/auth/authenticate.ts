@@ -11,7 +11,7 @@ export type { ClientRecord, ClientStore, ExtContent } from './types.js';
 import { certificateSignature, temporaryAccessToken, type Certificate } from './temporaryCredentials.js';
 
 export interface AuthContext {
-  /** undefined for an unauthenticated request, which has no scopes. */
+  /** undefined for a request without credentials, which holds what the `anonymous` role grants (refused with 403, as a client). */
   clientId: string | undefined;
   scopes: string[];
   /**

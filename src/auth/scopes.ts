@@ -100,7 +100,7 @@ export function knownPart(expr: ScopeExpression, known: ReadonlySet<string>): Sc
  * when some parameters might satisfy it: an anonymous caller holds what the `anonymous` role grants, so
  * whether it is refused before the body depends on that role. A `for ... in` array may be empty, so anyone
  * may satisfy it. Errs towards undefined: a caller let through meets the handler's full check. The part is
- * made of templates only (no `for ... in`), so it can be checked, and named in the 401, unrendered.
+ * made of templates only (no `for ... in`), so it can be checked, and named in the 403, unrendered.
  */
 export function unsatisfiablePart(have: readonly string[], expr: ScopeExpression): ScopeExpression | undefined {
   if (typeof expr === 'string') return have.some((scope) => templateCanMatch(scope, expr)) ? undefined : expr;

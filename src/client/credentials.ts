@@ -69,7 +69,8 @@ export function describeApiError(err: unknown, resolved: ResolvedCredentials): s
         ? `authentication failed as ${resolved.credentials.clientId}: ${e.message}\nCheck ${creds} (the client may have been deleted, its token reset, or it expired).`
         : `this request needs credentials: ${e.message}\n${HOW_TO}`;
     case 403:
-      return `${e.message}\nUse a client that has these scopes (check ${creds}).`;
+      // without credentials the request holds the anonymous role, refused with 403 as in Taskcluster
+      return resolved.credentials ? `${e.message}\nUse a client that has these scopes (check ${creds}).` : `this request needs credentials: ${e.message}\n${HOW_TO}`;
     default:
       return `${e.code ?? 'Error'} (${e.status}): ${e.message}`;
   }

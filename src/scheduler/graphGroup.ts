@@ -57,7 +57,7 @@ export async function authorizeTaskInGraphGroup(
   if (!ctx.satisfies(scope)) {
     const who = ctx.auth.clientId === undefined ? 'This request' : `Client ${ctx.auth.clientId}`;
     throw new TgsError(
-      ctx.auth.clientId === undefined ? 'AuthenticationFailed' : 'InsufficientScopes',
+      'InsufficientScopes',
       `${who} lacks scopes: ${scope} (task group ${taskGroupId} is a task-graph: adding a task to it with createTask needs the scope to extend that graph)`,
       { required: scope },
     );

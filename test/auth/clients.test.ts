@@ -72,7 +72,8 @@ test('a caller must hold auth:create-client:<clientId> and every scope it grants
   assert.equal(elsewhere.status, 403);
   assert.match(elsewhere.body.message, /auth:create-client:project\/other/);
   const anonymous = await create('project/anon', [], null);
-  assert.equal(anonymous.status, 401);
+  assert.equal(anonymous.status, 403, 'no credentials: the anonymous role, refused as Taskcluster refuses it');
+  assert.equal(anonymous.body.code, 'InsufficientScopes');
   const count = await t.db.pool.query("SELECT count(*)::int AS n FROM clients WHERE client_id IN ('project/creator/child2', 'project/other', 'project/anon')");
   assert.equal(count.rows[0].n, 0, 'refused requests create nothing');
 });
@@ -175,7 +176,7 @@ test('listClients pages in clientId order, filters by prefix, and needs auth:lis
   assert.deepEqual(pages, [['list/c0', 'list/c1'], ['list/c2', 'list/c3'], ['list/c4']]);
   const all = await auth('GET', '/clients/');
   assert.ok(all.body.clients.some((c: { clientId: string }) => c.clientId === ISSUER_CLIENT_ID));
-  assert.equal((await auth('GET', '/clients/', undefined, null)).status, 401);
+  assert.equal((await auth('GET', '/clients/', undefined, null)).status, 403);
   assert.equal((await auth('GET', '/clients/?colour=red')).status, 400);
 });
 

@@ -162,7 +162,7 @@ test('requests without credentials hold the anonymous role; deleting it makes Ta
   const anon = await authWith(t.root).role('anonymous');
   await authWith(t.root).deleteRole('anonymous');
   try {
-    await refusedWith(anonymous.status(taskId), 401, 'AuthenticationFailed');
+    await refusedWith(anonymous.status(taskId), 403, 'InsufficientScopes');
     const reader = await makeClient('project/reader', [`queue:status:${taskId}`]);
     assert.equal((await queueWith(reader).status(taskId)).status.taskId, taskId);
     await refusedWith(queueWith(reader).task(taskId), 403, 'InsufficientScopes');

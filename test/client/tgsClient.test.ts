@@ -159,7 +159,7 @@ test('queue task calls: cancelTask, rerunTask', async () => {
   assert.equal(rerun.state, 'pending');
   assert.equal(rerun.runs.length, 2);
   const anonymous = new TgsClient({ rootUrl: stack.api.rootUrl });
-  await assert.rejects(anonymous.cancelTask(taskId), (e: unknown) => e instanceof TgsApiError && e.status === 401 && /queue:cancel-task:/.test(e.message));
+  await assert.rejects(anonymous.cancelTask(taskId), (e: unknown) => e instanceof TgsApiError && e.status === 403 && /queue:cancel-task:/.test(e.message));
   const unreachable = new TgsClient({ rootUrl: 'http://127.0.0.1:9' });
   await assert.rejects(unreachable.graphStatus(taskId), (e: unknown) => e instanceof TgsApiError && e.status === 0 && /cannot reach/.test(e.message));
   const fromEnv = TgsClient.fromEnvironment({ TGS_ROOT_URL: stack.api.rootUrl, TGS_CLIENT_ID: stack.api.root.clientId, TGS_ACCESS_TOKEN: stack.api.root.accessToken });
@@ -180,7 +180,7 @@ test('reportResolutions: one answer per run, a status or the refusal the single 
   assert.ok('status' in answers[0] && answers[0].status.runs[0].reasonResolved === 'malformed-payload', JSON.stringify(answers[0]));
   assert.ok('error' in answers[1] && answers[1].error.code === 'ResourceNotFound' && answers[1].taskId === unknown, JSON.stringify(answers[1]));
   const anonymous = new TgsClient({ rootUrl: stack.api.rootUrl });
-  await assert.rejects(anonymous.reportResolutions([{ taskId, runId: 0, outcome: 'completed' }]), (e: unknown) => e instanceof TgsApiError && e.status === 401);
+  await assert.rejects(anonymous.reportResolutions([{ taskId, runId: 0, outcome: 'completed' }]), (e: unknown) => e instanceof TgsApiError && e.status === 403);
 });
 
 test("the package: `npm run build`'s tsconfig emits dist/index.js and index.d.ts, and `import { TgsClient } from 'tgs'` works and typechecks", async () => {

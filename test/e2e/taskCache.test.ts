@@ -157,7 +157,7 @@ test('G1 runs its cached toolchain and its build; an identical G2 reuses the too
 
   // artifacts through the hit: the source's bytes with the source's read rules
   const anonymous = await stack.api.request('GET', `/api/queue/v1/task/${g2.id('toolchain')}/artifacts/private/secret.txt`, undefined, null);
-  assert.equal(anonymous.status, 401, 'a private artifact stays private through the hit (no credentials: 401)');
+  assert.equal(anonymous.status, 403, 'a private artifact stays private through the hit (no credentials: the anonymous role, 403)');
   const asRoot = await stack.api.request('GET', `/api/queue/v1/task/${g2.id('toolchain')}/runs/0/artifacts/private/secret.txt`);
   assert.equal(asRoot.status, 303);
   assert.equal(await (await fetch(asRoot.headers.get('location')!)).text(), `secret of ${g1.id('toolchain')}`);
@@ -260,7 +260,7 @@ test('cacheMode refresh runs and overwrites, off neither looks up nor writes; pu
   assert.equal(listed.status, 200);
   assert.ok(listed.body.entries.some((e: { key: string }) => e.key === key));
   const refused = await stack.api.request('DELETE', `/api/scheduler/v1/cache/low/toolchain/${key}`, undefined, null);
-  assert.equal(refused.status, 401, 'purging needs its scope');
+  assert.equal(refused.status, 403, 'purging needs its scope');
   const purged = await stack.api.request('DELETE', `/api/scheduler/v1/cache/low/toolchain/${key}`);
   assert.deepEqual(purged.body, { purged: 1 });
   const after = await submit(toolGraph({ toolPayload: payload }));

@@ -118,7 +118,7 @@ test('reference and error artifacts; private artifacts need queue:get-artifact:<
   const secret = await q('POST', `/task/${taskId}/runs/0/artifacts/private/secret.txt`, { storageType: 's3', contentType: 'text/plain', expires: inAnHour() }, creds);
   await put(secret.body.putUrl, 'hush', 'text/plain');
   const anonymous = await q('GET', `/task/${taskId}/runs/0/artifacts/private/secret.txt`, undefined, null);
-  assert.equal(anonymous.status, 401);
+  assert.equal(anonymous.status, 403);
   assert.match(anonymous.body.message, /queue:get-artifact:private\/secret.txt/);
   const withRoot = await q('GET', `/task/${taskId}/runs/0/artifacts/private/secret.txt`);
   assert.equal(withRoot.status, 303);

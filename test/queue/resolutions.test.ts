@@ -184,8 +184,8 @@ test('a scope missing for one item refuses the whole batch with 403 naming it, a
   assert.match(refused.body.message, new RegExp(`lacks scopes: any of \\(queue:resolve-task:${ids[0]}/0, queue:worker-id:grp/wkr\\)$`));
   assert.equal(typeof refused.body.requestInfo, 'object', "Taskcluster's error shape");
   const anonymous = await batch(items, null);
-  assert.equal(anonymous.status, 401, JSON.stringify(anonymous.body));
-  assert.equal(anonymous.body.code, 'AuthenticationFailed');
+  assert.equal(anonymous.status, 403, JSON.stringify(anonymous.body));
+  assert.equal(anonymous.body.code, 'InsufficientScopes');
   assert.deepEqual(await databaseFingerprint(t.db.pool), before, 'a refused batch writes nothing');
   // its own run alone is fine with the same credentials
   const alone = await batch(items.slice(0, 1), own.credentials);

@@ -97,14 +97,14 @@ test('the API pushes claims up to the worker\'s capacity and more as it gives ca
   }
 });
 
-test('a worker stream is refused before anything is claimed: no upgrade 400, anonymous 401, another pool or group 403', async () => {
+test('a worker stream is refused before anything is claimed: no upgrade 400, anonymous 403, bad credentials 401, another pool or group 403', async () => {
   const [taskId] = await createTasks('st-refused', 1);
   const plain = await t.request('GET', '/api/queue/v1/worker-stream/tgs-test/st-refused/st-group/w1', undefined, worker);
   assert.equal(plain.status, 400);
   assert.equal(plain.body.code, 'InputError');
   assert.match(plain.body.message, /WebSocket/);
   const refusals: [string, Parameters<typeof openStream>[2], number, string][] = [
-    ['st-refused', { credentials: undefined }, 401, 'AuthenticationFailed'],
+    ['st-refused', { credentials: undefined }, 403, 'InsufficientScopes'],
     ['st-refused', { workerGroup: 'other-group' }, 403, 'InsufficientScopes'],
     ['st-refused', { credentials: { clientId: worker.clientId, accessToken: 'not-the-token' } }, 401, 'AuthenticationFailed'],
   ];

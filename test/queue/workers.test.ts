@@ -131,7 +131,7 @@ test('worker metadata refuses hostile input with 400 and writes nothing; its rea
     ['/provisioners/tgs-test/worker-types/wh', 'queue:declare-worker-type:tgs-test/wh#\\*'],
   ]) {
     const anonymous = await q('PUT', path, {}, null);
-    assert.equal(anonymous.status, 401, `${path}: ${JSON.stringify(anonymous.body)}`);
+    assert.equal(anonymous.status, 403, `${path}: ${JSON.stringify(anonymous.body)}`);
     const partial = await q('PUT', path, {}, declarer);
     assert.equal(partial.status, 403, `${path}: ${JSON.stringify(partial.body)}`);
     assert.match(partial.body.message, new RegExp(scope));
@@ -141,7 +141,7 @@ test('worker metadata refuses hostile input with 400 and writes nothing; its rea
 
   // workers are not public (the anonymous role grants task queues and worker types, not workers)
   assert.equal((await q('GET', '/provisioners/tgs-test/worker-types/wh', undefined, null)).status, 200);
-  assert.equal((await q('GET', '/provisioners/tgs-test/worker-types/wr/workers', undefined, null)).status, 401);
+  assert.equal((await q('GET', '/provisioners/tgs-test/worker-types/wr/workers', undefined, null)).status, 403);
 });
 
 test('__heartbeat__ names the backing service that does not answer (503); __lbheartbeat__ and __version__ answer 200', async () => {

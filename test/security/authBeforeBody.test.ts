@@ -52,15 +52,15 @@ after(async () => {
 
 const graphUrl = () => `${rootUrl}/api/scheduler/v1/task-graph/${slugid.nice()}`;
 
-test('an anonymous 200 MB createTaskGraph is refused with 401 before its body is read; the API memory stays flat', async () => {
+test('an anonymous 200 MB createTaskGraph is refused with 403 before its body is read; the API memory stays flat', async () => {
   // Warm up the route (lazy initialization) before taking the baseline.
   const warm = await streamRequest(graphUrl(), { method: 'PUT', headers: { 'content-type': 'application/json' }, totalBytes: 1024 });
-  assert.equal(warm.status, 401);
+  assert.equal(warm.status, 403);
   const before = await memoryOf(api.pid as number);
   const res = await streamRequest(graphUrl(), { method: 'PUT', headers: { 'content-type': 'application/json' }, totalBytes: HUGE });
   const afterwards = await memoryOf(api.pid as number);
-  assert.equal(res.status, 401, JSON.stringify(res.body));
-  assert.equal(res.body.code, 'AuthenticationFailed');
+  assert.equal(res.status, 403, JSON.stringify(res.body));
+  assert.equal(res.body.code, 'InsufficientScopes');
   assert.match(res.body.message, /scheduler:create-task-graph/);
   assert.deepEqual(res.body.requestInfo.payload, {});
   assert.ok(res.sentWhenAnswered < HUGE / 2, `answered after ${res.sentWhenAnswered / MB} MB of ${HUGE / MB} MB were sent`);
@@ -179,7 +179,7 @@ test('anonymous callers hold the anonymous role, and are still refused before th
     const res = await answerWithoutBody(url, method, {}, 10_000);
     assert.notEqual(res, 'waiting', `${method} ${url}: not answered until its body arrives`);
     if (res === 'waiting') return;
-    assert.equal(res.status, 401, `${method} ${url}: ${JSON.stringify(res.body)}`);
-    assert.equal(res.body.code, 'AuthenticationFailed');
+    assert.equal(res.status, 403, `${method} ${url}: ${JSON.stringify(res.body)}`);
+    assert.equal(res.body.code, 'InsufficientScopes');
   }
 });

@@ -18,7 +18,7 @@ import { useStack } from '../helpers/stackFixture.js';
  * The authorization matrix, generated from the endpoint declarations the API is built from: every endpoint
  * that declares scopes is called anonymously and by a client without scopes, on real resources (a claimed
  * task with an uploaded private artifact, an unscheduled task of a running graph, a client), and must answer
- * 401 / 403 in Taskcluster's error shape without changing a row. A control call with root credentials on
+ * 403 InsufficientScopes in Taskcluster's error shape (no credentials is the anonymous role, as in Taskcluster) without changing a row. A control call with root credentials on
  * fresh resources shows each endpoint would have succeeded, so the refusals are about scopes.
  *
  * Every request holds `assume:anonymous`, and the `anonymous` role grants the queue's reads by default: the
@@ -406,7 +406,7 @@ test('every endpoint with scopes refuses anonymous and scope-less callers, and c
         if (e.method !== 'get' && !e.rawBody) bodies.push({ body: {}, empty: true });
         for (const { body, empty } of bodies) {
           for (const [who, credentials, status, code] of [
-            ['anonymous', null, 401, 'AuthenticationFailed'],
+            ['anonymous', null, 403, 'InsufficientScopes'],
             ['a client without scopes', noScopes, 403, 'InsufficientScopes'],
           ] as const) {
             const res = await call(e.method.toUpperCase(), path, body, credentials);
@@ -479,8 +479,8 @@ test('with the default anonymous role, exactly the endpoints whose scopes it gra
         assert.ok(res.status < 400, `${what}: the role grants it, got ${res.status} ${JSON.stringify(res.body)}`);
         answered.push(key(e));
       } else {
-        assert.equal(res.status, 401, `${what}: the role does not grant it, got ${res.status} ${JSON.stringify(res.body)}`);
-        assert.equal(res.body?.code, 'AuthenticationFailed', what);
+        assert.equal(res.status, 403, `${what}: the role does not grant it, got ${res.status} ${JSON.stringify(res.body)}`);
+        assert.equal(res.body?.code, 'InsufficientScopes', what);
       }
     }
   }

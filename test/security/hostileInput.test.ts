@@ -78,7 +78,7 @@ test('cancelTaskGroup checks scopes before telling whether the group is sealed',
   const created = await t.request('PUT', `/api/auth/v1/clients/${encodeURIComponent(clientId)}`, { description: 'none', expires: new Date(Date.now() + 3600_000).toISOString(), scopes: [] });
   const noScopes = { clientId, accessToken: created.body.accessToken };
   const anonymous = await q('POST', `/task-group/${taskId}/cancel`, undefined, null);
-  assert.equal(anonymous.status, 401, JSON.stringify(anonymous.body));
+  assert.equal(anonymous.status, 403, JSON.stringify(anonymous.body));
   const scopeless = await t.request('POST', `/api/queue/v1/task-group/${taskId}/cancel`, undefined, noScopes);
   assert.equal(scopeless.status, 403, JSON.stringify(scopeless.body));
   assert.equal((await q('POST', `/task-group/${taskId}/cancel`)).status, 409, 'with scopes: not sealed');

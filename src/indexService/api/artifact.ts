@@ -1,5 +1,6 @@
 import hawk from 'hawk';
-import { declare, RawReply } from '../../api/endpoint.js';
+import { declare } from '../../api/endpoint.js';
+import { seeOther } from '../../api/redirect.js';
 import { createTemporaryCredentials } from '../../auth/temporaryCredentials.js';
 import type { ClientRecord } from '../../auth/authenticate.js';
 import { encodeArtifactName } from '../../queue/artifacts.js';
@@ -40,7 +41,7 @@ export const findArtifactFromTask = declare({
   name: 'findArtifactFromTask',
   title: 'Get Artifact From Indexed Task',
   description:
-    "Redirects (303) to the artifact `name` of the latest run of the task indexed at an index path, through the queue's `getLatestArtifact`. " +
+    "Redirects (303, with a text body as Taskcluster's index sends it: no JSON) to the artifact `name` of the latest run of the task indexed at an index path, through the queue's `getLatestArtifact`. " +
     'The artifact\'s own read rule applies, the queue\'s: a name under `public/` needs no scope, any other `queue:get-artifact:<name>`, and ' +
     'its link is then signed for 15 minutes. 404 when nothing is indexed at the path.',
   method: 'get',
@@ -56,6 +57,7 @@ export const findArtifactFromTask = declare({
     const { taskId } = await entryAt(ctx.deps, indexPath);
     const url = `${ctx.deps.config.rootUrl.replace(/\/+$/, '')}/api/queue/v1/task/${taskId}/artifacts/${encodeArtifactName(name)}`;
     const location = isPublicArtifact({ name }) ? url : signedLink(ctx.deps.issuer.current, url, taskId, name);
-    return new RawReply(303, { location, 'content-type': 'application/json' }, JSON.stringify({ url: location }));
+    // Taskcluster's index answers with express's res.redirect: a text body, never JSON (src/api/redirect.ts)
+    return seeOther(ctx.request.headers.accept, location);
   },
 });

@@ -4,7 +4,10 @@ import { NAMESPACE_PARAM, checkNamespace } from '../namespace.js';
 import { findTasksAt, listNamespaces as listNamespaceRows, listTasks as listTaskRows } from '../store.js';
 import { listNamespacesSchema, listTasksAtIndexSchema, listTasksSchema } from './schemas.js';
 
-/** A list's namespace: '' (the root: `/namespaces/`, `/tasks/`, what the client calls for '') or an index path. */
+/**
+ * A list's namespace: '' (the root: Taskcluster's routes are `/namespaces{/:namespace}` and `/tasks{/:namespace}`, so
+ * `/namespaces`, `/namespaces/` and the Python client's `/namespaces` for '' all list it) or an index path.
+ */
 function namespaceOf(params: Record<string, string>): string {
   const namespace = params.namespace ?? '';
   if (namespace !== '') checkNamespace(namespace, 'namespace');
@@ -19,6 +22,7 @@ export const listNamespaces = declare({
     'The namespaces directly under a namespace (the root when it is empty) that hold an unexpired entry, by name, paged (limit ≤ 1000, continuationToken).',
   method: 'get',
   route: '/namespaces/<namespace>',
+  optionalParam: 'namespace',
   params: { namespace: NAMESPACE_PARAM },
   scopes: 'index:list-namespaces:<namespace>',
   query: PAGE_QUERY,
@@ -37,6 +41,7 @@ export const listTasks = declare({
   description: 'The unexpired entries directly in a namespace (the root when it is empty), by name, paged (limit ≤ 1000, continuationToken).',
   method: 'get',
   route: '/tasks/<namespace>',
+  optionalParam: 'namespace',
   params: { namespace: NAMESPACE_PARAM },
   scopes: 'index:list-tasks:<namespace>',
   query: PAGE_QUERY,

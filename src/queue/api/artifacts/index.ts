@@ -139,8 +139,18 @@ function getArtifactEndpoint(latest: boolean): Endpoint {
     async handler(ctx) {
       authorizeRead(ctx, ctx.params.name);
       const artifact = await loadArtifact(ctx.deps.pool, { taskId: ctx.params.taskId, runId: await runOf(ctx), name: ctx.params.name });
+      // Taskcluster's queue names the storage type in a header on every answer about the artifact's data
+      const storageType = { 'x-taskcluster-artifact-storage-type': artifact.storage_type };
+      if (artifact.storage_type === 'error') {
+        // Taskcluster's body for an error artifact: its reason and message, no requestInfo (`code` is tgs's: the
+        // Python client reads `message`, the JS client `code` when there is one)
+        const body = { code: 'ArtifactNotPresent', reason: artifact.details.reason, message: artifact.details.message };
+        return new RawReply(424, { ...storageType, 'content-type': 'application/json' }, JSON.stringify(body));
+      }
       const { url } = artifactTarget(ctx, artifact);
-      return new RawReply(303, { location: url, 'content-type': 'application/json' }, JSON.stringify({ storageType: artifact.storage_type, url }));
+      // Unlike the index's redirect (src/api/redirect.ts), the queue's carries JSON: Taskcluster's getArtifact answers
+      // `res.reply({storageType, url}, 303)`, and clients read it (taskgraph's get_artifact: `response["url"]`).
+      return new RawReply(303, { ...storageType, location: url, 'content-type': 'application/json' }, JSON.stringify({ storageType: artifact.storage_type, url }));
     },
   });
 }
