@@ -172,7 +172,7 @@ test('listAuditHistory lists the changes a client made, paged; both reads need t
   assert.equal(refused.body.code, 'InsufficientScopes');
   assert.equal((await t.request('GET', `/api/auth/v1/clients/${path(admin.clientId)}/audit`, undefined, reader)).status, 200);
   assert.equal((await t.request('GET', `/api/auth/v1/clients/${path(ROOT_CLIENT_ID)}/audit`, undefined, reader)).status, 403);
-  assert.equal((await t.request('GET', `/api/auth/v1/audit/client/x`, undefined, null)).status, 401);
+  assert.equal((await t.request('GET', `/api/auth/v1/audit/client/x`, undefined, null)).status, 403);
   // Taskcluster's entity types only; a token tgs did not make
   assert.equal((await t.request('GET', '/api/auth/v1/audit/task/x')).status, 400);
   assert.deepEqual(await history('hook', 'some/hook'), []);

@@ -168,7 +168,7 @@ test('testAuthenticate: a wrong token, a real client of tgs, a body other than t
   assert.equal(tampered.status, 401);
   assert.match(tampered.body.message, /payload hash/);
   const anonymous = await testAuthenticate(null, { clientScopes: [], requiredScopes: ['a'] });
-  assert.equal(anonymous.status, 401);
+  assert.equal(anonymous.status, 403, 'no credentials: the anonymous role, which lacks the required scope');
   // tester authenticates nothing but the test endpoints
   assert.equal((await t.request('GET', '/api/auth/v1/scopes/current', undefined, tester)).status, 401);
 });

@@ -82,8 +82,8 @@ test('every path needs index:find-task:<path>: one missing refuses the whole req
   assert.equal(refused.body.code, 'InsufficientScopes');
   assert.match(refused.body.message, /index:find-task:proj\.other\.three/);
   const anonymous = await find(['proj.cache.one'], '', null);
-  assert.equal(anonymous.status, 401);
-  assert.equal(anonymous.body.code, 'AuthenticationFailed');
+  assert.equal(anonymous.status, 403, 'the anonymous role, as in Taskcluster');
+  assert.equal(anonymous.body.code, 'InsufficientScopes');
 });
 
 test('refuses what is not a list of index paths, or too many of them, with 400', async () => {
