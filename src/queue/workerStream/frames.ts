@@ -4,6 +4,7 @@ import { validateInput } from '../../api/validate.js';
 import { resolutionsSchema, MAX_RESOLUTIONS } from '../api/resolutions.js';
 import type { Resolution, ResolutionResult } from '../resolveTask.js';
 import type { ClaimedRun } from '../claimWork.js';
+import type { ResolvedRun } from '../notify.js';
 
 /**
  * The worker stream's frames (docs/api.md § The worker stream): one JSON object per WebSocket text message.
@@ -34,6 +35,8 @@ export type ApiFrame =
   | { type: 'resolved'; id: number; resolutions: ResolutionResult[] }
   | { type: 'resolved'; id: number; error: { code: ErrorCode; message: string } }
   | { type: 'draining'; reason: string }
+  /** runs this stream pushed, not reported yet, that someone else resolved (a cancel, a sweep): stop them, report nothing */
+  | { type: 'canceled'; runs: ResolvedRun[] }
   | { type: 'error'; code: ErrorCode; message: string };
 
 const workerFrameSchema: JsonSchema = {

@@ -9,9 +9,15 @@ import { claimPending, MAX_CLAIM_COUNT, recordClaims, type ClaimRequest, type Cl
 import { resolveRuns, type Resolution } from '../resolveTask.js';
 import { TgsError } from '../../errors.js';
 import { logResolutions, resolutionsScopes } from '../api/resolutions.js';
+import type { ResolvedRun } from '../notify.js';
 import { CLOSE, MAX_RESOLVES_IN_FLIGHT, MAX_STREAM_CAPACITY, parseWorkerFrame, welcome, type ApiFrame, type WorkerFrame } from './frames.js';
 
 type Log = { info(fields: object, line: string): void; warn(fields: object, line: string): void };
+
+/** The API process's index of the runs its streams hold, `<taskId>/<runId>` → the stream that pushed it. */
+export type RunHolders = Map<string, WorkerStreamSession>;
+
+const runKey = (taskId: string, runId: number) => `${taskId}/${runId}`;
 
 /** How long a draining stream has to finish its worker's resolves and be closed by it before the API closes it. */
 export const DRAIN_GRACE_MS = 5000;
@@ -37,6 +43,8 @@ export class WorkerStreamSession {
   /** aborts the claim loop's wait: capacity came, or the stream drains or closed */
   private wake = new AbortController();
   private readonly resolving = new Set<Promise<void>>();
+  /** runs pushed to the worker and not reported by it yet (their keys in `holders` too) */
+  private readonly held = new Set<string>();
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly queue: string;
   private readonly claiming: Promise<void>;
@@ -49,6 +57,7 @@ export class WorkerStreamSession {
     private readonly claim: Omit<ClaimRequest, 'count'>,
     private readonly log: Log,
     private readonly outage: OutageLog,
+    private readonly holders: RunHolders = new Map(),
   ) {
     this.queue = `${claim.provisionerId}/${claim.workerType}`;
     const drainsAt = Math.min(Date.now() + deps.config.workerStreamMaxAgeMs, auth.validUntil ?? Infinity);
@@ -102,8 +111,30 @@ export class WorkerStreamSession {
     return true;
   }
 
+  /**
+   * Someone other than the worker resolved these runs (docs/api.md § The worker stream, `canceled`): those this
+   * stream holds are sent in one `canceled` frame and held no more. Runs it does not hold are none of its business.
+   */
+  runsTaken(runs: ResolvedRun[]): void {
+    const mine = runs.filter((r) => this.release(runKey(r.taskId, r.runId)));
+    if (mine.length > 0) this.send({ type: 'canceled', runs: mine });
+  }
+
+  private hold(key: string): void {
+    this.held.add(key);
+    this.holders.set(key, this);
+  }
+
+  /** true when this stream held the run */
+  private release(key: string): boolean {
+    if (!this.held.delete(key)) return false;
+    if (this.holders.get(key) === this) this.holders.delete(key);
+    return true;
+  }
+
   private onClose(): void {
     this.closed = true;
+    for (const key of [...this.held]) this.release(key);
     this.draining = true;
     this.wake.abort();
     for (const t of this.timers) clearTimeout(t);
@@ -145,6 +176,8 @@ export class WorkerStreamSession {
   }
 
   private async resolve(id: number, resolutions: Resolution[]): Promise<void> {
+    // the worker is done with these runs, whatever the answer: a cancel meanwhile has nothing left to stop
+    for (const r of resolutions) this.release(runKey(r.taskId, r.runId));
     try {
       const scopes = await resolutionsScopes(this.deps.pool, resolutions, (scope) => expressionSatisfied(this.auth.scopes, scope));
       requireScopes(this.auth.clientId, this.auth.scopes, scopes);
@@ -181,6 +214,7 @@ export class WorkerStreamSession {
       if (claimed.length > 0) {
         this.capacity -= claimed.length;
         if (!this.send({ type: 'claimed', tasks: claimed })) return this.handBack(claimed);
+        for (const t of claimed) this.hold(runKey(t.status.taskId, t.runId));
         recordClaims(this.log, this.deps.workers, request, claimed);
         seen = Date.now();
         continue;

@@ -7,7 +7,8 @@ import { OutageLog } from '../../outageLog.js';
 import { workerStreamsOpen } from '../../observability/metrics.js';
 import type { ClaimRequest } from '../claimWork.js';
 import { MAX_FRAME_BYTES } from './frames.js';
-import { WorkerStreamSession } from './session.js';
+import type { ResolvedRun } from '../notify.js';
+import { WorkerStreamSession, type RunHolders } from './session.js';
 
 type Log = ConstructorParameters<typeof WorkerStreamSession>[4];
 
@@ -16,6 +17,9 @@ export class WorkerStreams {
   private readonly server = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, perMessageDeflate: false, clientTracking: false });
   private readonly sessions = new Set<WorkerStreamSession>();
   private readonly outage: OutageLog;
+  /** the runs the streams hold, for the claim waiter's resolved-runs notifications */
+  private readonly holders: RunHolders = new Map();
+  private unlisten: (() => void) | undefined;
   /** true once the API began to stop: new streams are refused (503) */
   stopping = false;
 
@@ -25,8 +29,9 @@ export class WorkerStreams {
 
   /** Takes an upgrade request's socket over as the stream of `claim`'s worker (its scopes checked by the route). */
   open(deps: ApiDeps, request: http.IncomingMessage, upgrade: UpgradeRequest, auth: AuthContext, claim: Omit<ClaimRequest, 'count'>, log: Log): void {
+    this.unlisten ??= deps.claimWaiter.onRunsResolved((runs) => this.runsResolved(runs));
     this.server.handleUpgrade(request, upgrade.socket, upgrade.head, (ws) => {
-      const session = new WorkerStreamSession(ws, deps, auth, claim, log, this.outage);
+      const session = new WorkerStreamSession(ws, deps, auth, claim, log, this.outage, this.holders);
       this.sessions.add(session);
       workerStreamsOpen.inc();
       void session.done.then(() => {
@@ -36,9 +41,23 @@ export class WorkerStreams {
     });
   }
 
+  /** Runs someone other than their worker resolved: each stream holding some is told, in one frame. */
+  private runsResolved(runs: ResolvedRun[]): void {
+    const bySession = new Map<WorkerStreamSession, ResolvedRun[]>();
+    for (const r of runs) {
+      const session = this.holders.get(`${r.taskId}/${r.runId}`);
+      if (!session) continue;
+      const list = bySession.get(session);
+      if (list) list.push(r);
+      else bySession.set(session, [r]);
+    }
+    for (const [session, taken] of bySession) session.runsTaken(taken);
+  }
+
   /** Drains every stream (their workers move to another API) and resolves once each has closed. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.unlisten?.();
     await Promise.all([...this.sessions].map((s) => s.drain('the API is stopping: open a stream to another')));
   }
 }
