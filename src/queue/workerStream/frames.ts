@@ -2,6 +2,7 @@ import { TgsError, type ErrorCode } from '../../errors.js';
 import type { JsonSchema } from '../../api/endpoint.js';
 import { validateInput } from '../../api/validate.js';
 import { resolutionsSchema, MAX_RESOLUTIONS } from '../api/resolutions.js';
+import { SLUGID_PATTERN } from '../../api/patterns.js';
 import type { Resolution, ResolutionResult } from '../resolveTask.js';
 import type { ClaimedRun } from '../claimWork.js';
 import type { ResolvedRun } from '../notify.js';
@@ -27,7 +28,12 @@ export const CLOSE = {
   drained: 4408,
 } as const;
 
-export type WorkerFrame = { type: 'capacity'; tasks: number } | { type: 'stop' } | { type: 'resolve'; id: number; resolutions: Resolution[] };
+export type WorkerFrame =
+  | { type: 'capacity'; tasks: number }
+  | { type: 'stop' }
+  | { type: 'resolve'; id: number; resolutions: Resolution[] }
+  /** runs the worker was given on an earlier stream and has not reported: this stream tells it when they are canceled */
+  | { type: 'holding'; runs: { taskId: string; runId: number }[] };
 
 export type ApiFrame =
   | { type: 'welcome'; taskQueueId: string; workerGroup: string; workerId: string; maxCapacity: number; maxResolutions: number; drainsAt: string }
@@ -53,6 +59,25 @@ const workerFrameSchema: JsonSchema = {
       additionalProperties: false,
       required: ['type', 'id', 'resolutions'],
       properties: { type: { const: 'resolve' }, id: { type: 'integer', minimum: 0, maximum: 2 ** 31 - 1 }, resolutions: resolutionsSchema },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['type', 'runs'],
+      properties: {
+        type: { const: 'holding' },
+        runs: {
+          type: 'array',
+          minItems: 1,
+          maxItems: MAX_STREAM_CAPACITY,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['taskId', 'runId'],
+            properties: { taskId: { type: 'string', pattern: SLUGID_PATTERN }, runId: { type: 'integer', minimum: 0, maximum: 49 } },
+          },
+        },
+      },
     },
   ],
 };

@@ -10,6 +10,8 @@ import { resolveRuns, type Resolution } from '../resolveTask.js';
 import { TgsError } from '../../errors.js';
 import { logResolutions, resolutionsScopes } from '../api/resolutions.js';
 import type { ResolvedRun } from '../notify.js';
+import { loadTasks } from '../taskRow.js';
+import { EXCEPTION_REASONS } from '../run.js';
 import { CLOSE, MAX_RESOLVES_IN_FLIGHT, MAX_STREAM_CAPACITY, parseWorkerFrame, welcome, type ApiFrame, type WorkerFrame } from './frames.js';
 
 type Log = { info(fields: object, line: string): void; warn(fields: object, line: string): void };
@@ -45,6 +47,8 @@ export class WorkerStreamSession {
   private readonly resolving = new Set<Promise<void>>();
   /** runs pushed to the worker and not reported by it yet (their keys in `holders` too) */
   private readonly held = new Set<string>();
+  /** runs of a `holding` frame being checked, with a resolution noticed meanwhile (indexed in `holders` too) */
+  private readonly adopting = new Map<string, ResolvedRun | undefined>();
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly queue: string;
   private readonly claiming: Promise<void>;
@@ -116,8 +120,52 @@ export class WorkerStreamSession {
    * stream holds are sent in one `canceled` frame and held no more. Runs it does not hold are none of its business.
    */
   runsTaken(runs: ResolvedRun[]): void {
-    const mine = runs.filter((r) => this.release(runKey(r.taskId, r.runId)));
+    const mine = runs.filter((r) => {
+      const key = runKey(r.taskId, r.runId);
+      if (this.adopting.has(key)) this.adopting.set(key, r);
+      return this.release(key);
+    });
     if (mine.length > 0) this.send({ type: 'canceled', runs: mine });
+  }
+
+  /**
+   * A `holding` frame: runs the worker was given on an earlier stream (this API's or another's) and still runs. Each
+   * one the queue shows claimed by this very worker is held here from now on; one already resolved by someone else
+   * (canceled meanwhile) is told at once; any other (another worker's, unknown) is ignored.
+   */
+  private async adopt(runs: { taskId: string; runId: number }[]): Promise<void> {
+    const keys = [...new Set(runs.map((r) => runKey(r.taskId, r.runId)))].filter((k) => !this.held.has(k) && !this.adopting.has(k));
+    for (const key of keys) {
+      this.adopting.set(key, undefined);
+      if (!this.holders.has(key)) this.holders.set(key, this);
+    }
+    const taken: ResolvedRun[] = [];
+    try {
+      const rows = new Map((await loadTasks(this.deps.pool, [...new Set(runs.map((r) => r.taskId))])).map((row) => [row.task_id, row]));
+      for (const key of keys) {
+        if (this.closed) break;
+        const noticed = this.adopting.get(key);
+        const [taskId, runIdText] = key.split('/');
+        const row = rows.get(taskId);
+        const run = row?.runs[Number(runIdText)];
+        const ours = row && run && `${row.provisioner_id}/${row.worker_type}` === this.queue && run.workerGroup === this.claim.workerGroup && run.workerId === this.claim.workerId;
+        this.adopting.delete(key);
+        if (!ours) continue;
+        if (noticed) taken.push(noticed);
+        else if (run.state === 'running') this.hold(key);
+        else if (run.state === 'exception' && !(EXCEPTION_REASONS as readonly string[]).includes(run.reasonResolved ?? '')) {
+          taken.push({ taskId, runId: run.runId, reasonResolved: run.reasonResolved ?? 'canceled' });
+        }
+      }
+    } catch (err) {
+      this.log.warn({ err, ...this.claim }, 'worker stream: could not read the runs a worker holds; it hears of their cancels at its next reclaim or report');
+    } finally {
+      for (const key of keys) {
+        this.adopting.delete(key);
+        if (!this.held.has(key) && this.holders.get(key) === this) this.holders.delete(key);
+      }
+    }
+    if (taken.length > 0) this.send({ type: 'canceled', runs: taken });
   }
 
   private hold(key: string): void {
@@ -150,6 +198,10 @@ export class WorkerStreamSession {
     if (frame.type === 'stop') {
       // the worker is stopping: nothing more is claimed for it here (a claim already under way is still pushed)
       this.capacity = 0;
+      return;
+    }
+    if (frame.type === 'holding') {
+      void this.adopt(frame.runs);
       return;
     }
     if (frame.type === 'capacity') {
