@@ -200,10 +200,6 @@ export class WorkerStreamSession {
       this.capacity = 0;
       return;
     }
-    if (frame.type === 'holding') {
-      void this.adopt(frame.runs);
-      return;
-    }
     if (frame.type === 'capacity') {
       if (this.capacity + frame.tasks > MAX_STREAM_CAPACITY) {
         return this.refuse(new TgsError('InputError', `capacity ${this.capacity} + ${frame.tasks} is over the stream's ${MAX_STREAM_CAPACITY}: ask only for what you can run`));
@@ -212,7 +208,9 @@ export class WorkerStreamSession {
       this.wake.abort();
       return;
     }
-    const p = this.resolve(frame.id, frame.resolutions).finally(() => {
+    // a holding frame reads the queue as a resolve does: both count toward the frames being handled
+    const work = frame.type === 'holding' ? this.adopt(frame.runs) : this.resolve(frame.id, frame.resolutions);
+    const p = work.finally(() => {
       this.resolving.delete(p);
       if (this.resolving.size < MAX_RESOLVES_IN_FLIGHT) this.ws.resume();
     });
