@@ -140,3 +140,25 @@ test('with claimWork the worker finds out as Taskcluster\'s do: not at the cance
   await new Promise((r) => setTimeout(r, 2000));
   assert.equal(outcomes.get(`${taskId}/0`), undefined, 'no word of the cancel before the reclaim (60 s claims: at 40 s)');
 });
+
+for (const isolation of ['bwrap', 'user'] as const) {
+  test(`${isolation}: the cancel's SIGTERM reaches the canceled run's processes only, not a run beside it`, async () => {
+    worker(`cancel-side-${isolation}`, { isolation, capacity: 2 });
+    const command = 'trap "echo term > termed; sleep 1; exit 0" TERM; echo started > started; sleep 600 & wait';
+    const [a, b] = [await createTestTask(t, `cancel-side-${isolation}`, { command, maxRunTime: 600 }), await createTestTask(t, `cancel-side-${isolation}`, { command, maxRunTime: 600 })];
+    for (const id of [a, b]) await appears(() => runDir(id) && path.join(runDir(id) as string, 'started'), 60_000);
+    const dirB = runDir(b) as string;
+    assert.equal((await t.request('POST', `/api/queue/v1/task/${a}/cancel`)).status, 200);
+    const dirA = runDir(a) as string;
+    await appears(() => path.join(dirA, 'termed'), 10_000);
+    await eventually(async () => outcomes.get(`${a}/0`), 'the canceled run ended');
+    assert.equal(outcomes.get(`${a}/0`), 'canceled');
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(!existsSync(path.join(dirB, 'termed')), 'the run beside it got no SIGTERM');
+    assert.equal((await status(b)).state, 'running');
+    assert.equal(outcomes.get(`${b}/0`), undefined);
+    // and its own cancel reaches it
+    assert.equal((await t.request('POST', `/api/queue/v1/task/${b}/cancel`)).status, 200);
+    await appears(() => path.join(dirB, 'termed'), 10_000);
+  });
+}
