@@ -176,12 +176,6 @@ export class WorkerStream {
     });
     ws.on('open', () => {
       this.granted = 0;
-      // runs given on an earlier stream: this one is to tell the worker of their cancels (up to 256 a frame)
-      const held = [...this.given].map((key) => {
-        const at = key.lastIndexOf('/');
-        return { taskId: key.slice(0, at), runId: Number(key.slice(at + 1)) };
-      });
-      for (let i = 0; i < held.length; i += 256) ws.send(JSON.stringify({ type: 'holding', runs: held.slice(i, i + 256) }));
       this.grant();
       this.scheduleFlush();
     });
@@ -194,6 +188,15 @@ export class WorkerStream {
       }
       switch (frame.type) {
         case 'welcome':
+          // runs given on an earlier stream: this one is to tell the worker of their cancels (up to 256 a frame); an
+          // API that does not say it takes the frame would refuse it
+          if (frame.holding === true && this.given.size > 0) {
+            const held = [...this.given].map((key) => {
+              const at = key.lastIndexOf('/');
+              return { taskId: key.slice(0, at), runId: Number(key.slice(at + 1)) };
+            });
+            for (let i = 0; i < held.length; i += 256) ws.send(JSON.stringify({ type: 'holding', runs: held.slice(i, i + 256) }));
+          }
           if (this.lost) this.log('worker stream open again');
           this.lost = false;
           this.failures = 0;

@@ -369,6 +369,41 @@ test('the client acts on a canceled frame only for runs it was given and has not
   }
 });
 
+test('the client names the runs it holds on a new stream only to an API whose welcome says it takes holding frames', async () => {
+  const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  const run = { taskId: slugid.nice(), runId: 2 };
+  const received: { conn: number; type: string; runs?: unknown }[] = [];
+  let conns = 0;
+  server.on('connection', (ws) => {
+    const conn = ++conns;
+    ws.on('message', (data) => received.push({ conn, ...JSON.parse(String(data)) }));
+    // the first two as an older API (no `holding` in the welcome), the third as this one
+    ws.send(JSON.stringify({ type: 'welcome', ...(conn === 3 ? { holding: true } : {}) }));
+    if (conn === 1) {
+      ws.send(JSON.stringify({ type: 'claimed', tasks: [{ status: { taskId: run.taskId, taskGroupId: run.taskId }, runId: run.runId, workerGroup: 'g', workerId: 'w', takenUntil: new Date().toISOString(), task: { payload: {} }, credentials: { clientId: 'x', accessToken: 'y' } }] }));
+    }
+    if (conn < 3) setTimeout(() => ws.send(JSON.stringify({ type: 'draining', reason: 'test' })), 200);
+  });
+  await new Promise((r) => server.once('listening', r));
+  const stream = new WorkerStream({
+    rootUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    provisionerId: 'p',
+    workerType: 't',
+    workerGroup: 'g',
+    workerId: 'w',
+    capacity: 1,
+    onClaim: () => undefined,
+    log: () => undefined,
+  });
+  try {
+    await eventually(async () => received.some((f) => f.type === 'holding'), 'a holding frame', 5000);
+    assert.deepEqual(received.filter((f) => f.type === 'holding'), [{ conn: 3, type: 'holding', runs: [run] }], 'on the third stream only');
+  } finally {
+    await stream.close();
+    server.close();
+  }
+});
+
 test('resolved-run notifications: chunked under Postgres\' 8000-byte payload limit, every run once, and read back; junk entries skipped', () => {
   const runs = Array.from({ length: 2000 }, (_, i) => ({ taskId: slugid.nice(), runId: i % 50, reasonResolved: i % 3 ? 'canceled' : 'deadline-exceeded' }));
   const payloads = runsResolvedPayloads(runs);

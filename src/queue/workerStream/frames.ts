@@ -36,7 +36,8 @@ export type WorkerFrame =
   | { type: 'holding'; runs: { taskId: string; runId: number }[] };
 
 export type ApiFrame =
-  | { type: 'welcome'; taskQueueId: string; workerGroup: string; workerId: string; maxCapacity: number; maxResolutions: number; drainsAt: string }
+  /** `holding`: this API takes `holding` frames and sends `canceled` ones (an older one would refuse the frame) */
+  | { type: 'welcome'; taskQueueId: string; workerGroup: string; workerId: string; maxCapacity: number; maxResolutions: number; drainsAt: string; holding: true }
   | { type: 'claimed'; tasks: ClaimedRun[] }
   | { type: 'resolved'; id: number; resolutions: ResolutionResult[] }
   | { type: 'resolved'; id: number; error: { code: ErrorCode; message: string } }
@@ -102,4 +103,5 @@ export const welcome = (taskQueueId: string, workerGroup: string, workerId: stri
   maxCapacity: MAX_STREAM_CAPACITY,
   maxResolutions: MAX_RESOLUTIONS,
   drainsAt: new Date(drainsAt).toISOString(),
+  holding: true,
 });
