@@ -290,6 +290,21 @@ test('a cancel reaches the stream holding the run at once (canceled frame), only
   }
 });
 
+test('a cancel heard just before the stream held its run (between the claim\'s commit and its push) is told as the run is pushed', async () => {
+  const [taskId] = await createTasks('st-window', 1);
+  // the notification a cancel racing the claim sends, heard before any stream holds the run
+  await t.db.pool.query(`SELECT pg_notify('tgs_run_resolved', $1)`, [`${taskId}/0/canceled`]);
+  await new Promise((r) => setTimeout(r, 300));
+  const { stream, claims, canceled } = openStream('st-window', 1, { workerId: 'win' });
+  try {
+    await eventually(async () => claims.length === 1, 'claimed');
+    await eventually(async () => canceled.length === 1, 'told at the push');
+    assert.deepEqual(canceled, [{ taskId, runId: 0, reasonResolved: 'canceled' }]);
+  } finally {
+    await stream.close();
+  }
+});
+
 test('a cancel reaches a run given on a stream that drained since: the worker names the runs it holds on its next stream (holding frame)', async () => {
   const [taskId] = await createTasks('st-held', 1);
   const { stream, claims, canceled } = openStream('st-held', 1, { workerId: 'h1' });

@@ -62,6 +62,8 @@ export class WorkerStreamSession {
     private readonly log: Log,
     private readonly outage: OutageLog,
     private readonly holders: RunHolders = new Map(),
+    /** a resolution of this run heard in the last moments, when no stream held it (WorkerStreams' memory) */
+    private readonly takenRecently: (key: string) => ResolvedRun | undefined = () => undefined,
   ) {
     this.queue = `${claim.provisionerId}/${claim.workerType}`;
     const drainsAt = Math.min(Date.now() + deps.config.workerStreamMaxAgeMs, auth.validUntil ?? Infinity);
@@ -265,6 +267,9 @@ export class WorkerStreamSession {
         this.capacity -= claimed.length;
         if (!this.send({ type: 'claimed', tasks: claimed })) return this.handBack(claimed);
         for (const t of claimed) this.hold(runKey(t.status.taskId, t.runId));
+        // canceled between the claim's commit and now: the notification came before the stream held the run
+        const missed = claimed.flatMap((t) => this.takenRecently(runKey(t.status.taskId, t.runId)) ?? []);
+        if (missed.length > 0) this.runsTaken(missed);
         recordClaims(this.log, this.deps.workers, request, claimed);
         seen = Date.now();
         continue;
