@@ -14,6 +14,13 @@ export interface StreamClaim {
   credentials: TgsCredentials;
 }
 
+/** A run someone other than the worker resolved (the `canceled` frame). */
+export interface CanceledRun {
+  taskId: string;
+  runId: number;
+  reasonResolved: string;
+}
+
 export interface WorkerStreamOptions {
   rootUrl: string;
   /** needs queue:claim-work:<provisionerId>/<workerType> and queue:worker-id:<workerGroup>/<workerId> */
@@ -26,6 +33,13 @@ export interface WorkerStreamOptions {
   capacity: number;
   /** each run the API claimed for the worker */
   onClaim(claim: StreamClaim): void;
+  /**
+   * A run the API pushed that someone else resolved before the worker reported it: canceled (`reasonResolved`
+   * `canceled`), past its deadline (`deadline-exceeded`), its claim expired (`claim-expired`). The worker stops it
+   * and reports nothing (a report would be refused: the run is resolved). Called only for runs this worker was given
+   * and has not reported; the API sends it within a moment of the resolution (docs/api.md § The worker stream).
+   */
+  onCanceled?(run: CanceledRun): void;
   /** a stream's loss and recovery (once each), refusals */
   log?: (line: string) => void;
 }
@@ -62,6 +76,8 @@ export class WorkerStream {
   private nextId = 0;
   /** reports sent and not answered, by frame id, with the stream they went on (sent again if it is lost) */
   private readonly inFlight = new Map<number, Pending & { ws: WebSocket }>();
+  /** runs the API pushed and the worker has not reported (`<taskId>/<runId>`): the only ones a `canceled` frame may name */
+  private readonly given = new Set<string>();
   /** reports waiting for this tick's frame */
   private queued: Pending[] = [];
   private flushing = false;
@@ -93,8 +109,14 @@ export class WorkerStream {
     if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify({ type: 'stop' }));
   }
 
+  /** The worker is done with a run it will not report here (its claim was lost): a `canceled` frame for it is ignored. */
+  forget(taskId: string, runId: number): void {
+    this.given.delete(`${taskId}/${runId}`);
+  }
+
   /** Reports runs (reportResolutions' items): one answer per item, in order. Rejects with a TgsApiError when the API refuses the frame. */
   resolve(items: Resolution[]): Promise<ResolutionResult[]> {
+    for (const item of items) this.given.delete(`${item.taskId}/${item.runId}`);
     const parts: Promise<ResolutionResult[]>[] = [];
     for (let i = 0; i < items.length; i += FRAME_RESOLUTIONS) {
       parts.push(new Promise((resolve, reject) => this.queued.push({ items: items.slice(i, i + FRAME_RESOLUTIONS), resolve, reject })));
@@ -166,6 +188,15 @@ export class WorkerStream {
       }
       switch (frame.type) {
         case 'welcome':
+          // runs given on an earlier stream: this one is to tell the worker of their cancels (up to 256 a frame); an
+          // API that does not say it takes the frame would refuse it
+          if (frame.holding === true && this.given.size > 0) {
+            const held = [...this.given].map((key) => {
+              const at = key.lastIndexOf('/');
+              return { taskId: key.slice(0, at), runId: Number(key.slice(at + 1)) };
+            });
+            for (let i = 0; i < held.length; i += 256) ws.send(JSON.stringify({ type: 'holding', runs: held.slice(i, i + 256) }));
+          }
           if (this.lost) this.log('worker stream open again');
           this.lost = false;
           this.failures = 0;
@@ -174,7 +205,17 @@ export class WorkerStream {
         case 'claimed':
           this.granted -= frame.tasks.length;
           this.available -= frame.tasks.length;
-          for (const claim of frame.tasks as StreamClaim[]) this.options.onClaim(claim);
+          for (const claim of frame.tasks as StreamClaim[]) {
+            this.given.add(`${claim.status.taskId}/${claim.runId}`);
+            this.options.onClaim(claim);
+          }
+          break;
+        case 'canceled':
+          for (const run of Array.isArray(frame.runs) ? (frame.runs as CanceledRun[]) : []) {
+            // a run this worker was not given, or has reported, is ignored: whatever the frame says
+            if (typeof run?.taskId !== 'string' || typeof run.runId !== 'number' || !this.given.delete(`${run.taskId}/${run.runId}`)) continue;
+            this.options.onCanceled?.({ taskId: run.taskId, runId: run.runId, reasonResolved: String(run.reasonResolved) });
+          }
           break;
         case 'resolved': {
           const pending = this.inFlight.get(frame.id);

@@ -1,17 +1,20 @@
 import { connectSession, type DbSession } from '../db/pool.js';
-import { PENDING_CHANNEL } from './notify.js';
+import { parseRunsResolved, PENDING_CHANNEL, RUNS_RESOLVED_CHANNEL, type ResolvedRun } from './notify.js';
 import { OutageLog } from '../outageLog.js';
 
 /**
  * One LISTEN connection per API process: claimWork callers wait here and are woken the moment a task of
  * their queue becomes pending. A timer backstop (default 1 s) covers a notification lost while the
- * connection was being re-established.
+ * connection was being re-established. The same session hears of claimed runs resolved by someone other than their
+ * worker (RUNS_RESOLVED_CHANNEL: a cancel, a sweep) and hands them to `onRunsResolved`'s listeners, the worker
+ * streams; a notification lost that way costs what it cost before: the worker finds out at its next reclaim or report.
  */
 export class ClaimWaiter {
   private client: DbSession | undefined;
   private readonly waiters = new Map<string, Set<() => void>>();
   /** Notifications seen per queue: a claimer that looked before a notification must not sleep through it. */
   private readonly generations = new Map<string, number>();
+  private readonly runsResolvedListeners = new Set<(runs: ResolvedRun[]) => void>();
   stopped = false;
 
   private readonly outage: OutageLog;
@@ -30,10 +33,15 @@ export class ClaimWaiter {
     try {
       client = await connectSession(this.databaseUrl);
       const session = client;
-      session.on('notification', (msg) => this.wake(msg.payload ?? ''));
+      session.on('notification', (msg) => {
+        if (msg.channel === RUNS_RESOLVED_CHANNEL) this.runsResolved(msg.payload ?? '');
+        else this.wake(msg.payload ?? '');
+      });
       session.on('error', (err) => this.reconnect(session, err));
       session.on('end', () => this.reconnect(session));
+      // one LISTEN a query: the embedded database's session (src/db/pglite.ts) reads one channel from each
       await session.query(`LISTEN ${PENDING_CHANNEL}`);
+      await session.query(`LISTEN ${RUNS_RESOLVED_CHANNEL}`);
       if (this.stopped) {
         session.removeAllListeners().on('error', () => undefined);
         await session.end().catch(() => undefined);
@@ -61,6 +69,19 @@ export class ClaimWaiter {
       this.retry = undefined;
       void this.start();
     }, 500);
+  }
+
+  /** Calls `listener` with the runs of each RUNS_RESOLVED_CHANNEL notification; returns its removal. */
+  onRunsResolved(listener: (runs: ResolvedRun[]) => void): () => void {
+    this.runsResolvedListeners.add(listener);
+    return () => this.runsResolvedListeners.delete(listener);
+  }
+
+  private runsResolved(payload: string): void {
+    if (this.runsResolvedListeners.size === 0) return;
+    const runs = parseRunsResolved(payload);
+    if (runs.length === 0) return;
+    for (const listener of this.runsResolvedListeners) listener(runs);
   }
 
   generation(taskQueueId: string): number {

@@ -7,6 +7,7 @@ import { runTask, type ClaimedRun, type RunOutcome } from './runTask.js';
 import { resolveTaskUser } from './taskUser.js';
 import { chooseIsolation, probeBwrap, Sandbox, UNSAFE_LINE, type IsolationMode } from './sandbox.js';
 import { DEFAULT_UID_RANGE, parseUidRange, uidPool, type UidRange } from './runUids.js';
+import { MAX_KILL_GRACE } from './payload.js';
 
 export { parseShellPayload, shellPayloadSchema, type ShellPayload, type ArtifactSpec } from './payload.js';
 export type { RunOutcome } from './runTask.js';
@@ -61,6 +62,14 @@ export interface ShellWorkerOptions {
    * makes the worker claim with claimWork.
    */
   transport?: 'stream' | 'claimWork';
+  /**
+   * From SIGTERM to SIGKILL when a run is canceled (`--kill-grace`, default 10 s; a payload's `killGrace` overrides it).
+   * Cancels reach the worker at once over the worker stream (its `canceled` frame); with claimWork they are found at
+   * the next reclaim or report, as with Taskcluster's workers, and the command is killed then.
+   */
+  killGraceMs?: number;
+  /** How long `drain` lets running tasks finish before reporting the rest worker-shutdown (`--drain-timeout`, default 5 min). */
+  drainTimeoutMs?: number;
   /** called with each run's outcome (tests, `tgs dev`'s counters) */
   onRun?: (run: { taskId: string; runId: number; outcome: RunOutcome }) => void;
 }
@@ -70,14 +79,26 @@ export interface ShellWorker {
   workerId: string;
   /**
    * Stops claiming, kills running commands and reports them exception worker-shutdown (the queue retries
-   * them), then resolves. Safe to call more than once.
+   * them), then resolves. Safe to call more than once, also while draining (it ends the drain at once).
    */
   stop(): Promise<void>;
+  /**
+   * Stops claiming and lets running tasks finish for up to `drainTimeoutMs`, then does what `stop` does with the
+   * rest; resolves once the worker has stopped (`tgs shell-worker` on SIGTERM). Safe to call more than once.
+   */
+  drain(): Promise<void>;
   /** Resolves once the worker has stopped; rejects if it cannot work at all (bad credentials, missing scopes). */
   done: Promise<void>;
 }
 
 const IDENTIFIER = /^[a-zA-Z0-9_-]{1,38}$/;
+
+/** `--kill-grace`'s default: a canceled command's time between SIGTERM and SIGKILL. */
+export const DEFAULT_KILL_GRACE_MS = 10_000;
+/** `--drain-timeout`'s default; the Helm chart's terminationGracePeriodSeconds and docker-compose's stop_grace_period are a bit above it. */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 300_000;
+
+const fmtS = (ms: number) => `${Math.round(ms / 100) / 10} s`;
 
 function defaultWorkerId(): string {
   const host = hostname().replace(/[^a-zA-Z0-9_-]/g, '-') || 'host';
@@ -95,6 +116,10 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
   if (!Number.isInteger(options.capacity) || options.capacity < 1 || options.capacity > 32) {
     throw new Error(`--capacity ${options.capacity}: give a whole number from 1 to 32`);
   }
+  const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  const drainTimeoutMs = options.drainTimeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+  if (!(killGraceMs >= 0 && killGraceMs <= MAX_KILL_GRACE * 1000)) throw new Error(`--kill-grace ${killGraceMs / 1000}: give 0 to ${MAX_KILL_GRACE} seconds`);
+  if (!(drainTimeoutMs >= 0 && drainTimeoutMs <= 2 ** 31 - 1)) throw new Error(`--drain-timeout ${drainTimeoutMs / 1000}: give 0 seconds or more (at most 24 days)`);
   const taskUser = options.taskUser === undefined ? undefined : resolveTaskUser(options.taskUser);
   const log = options.log ?? ((line: string) => console.log(`shell-worker: ${line}`));
   const uidRange = typeof options.uidRange === 'string' ? parseUidRange(options.uidRange) : (options.uidRange ?? DEFAULT_UID_RANGE);
@@ -111,7 +136,12 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
   });
   const pool = `${options.provisionerId}/${options.workerType}`;
   const claimAbort = new AbortController();
+  /** no more claims: the worker drains or stops */
+  const noClaims = new AbortController();
+  /** running commands are killed and reported worker-shutdown */
   const shutdown = new AbortController();
+  /** each running run's cancel (the worker stream's `canceled` frame), by `<taskId>/<runId>` */
+  const cancels = new Map<string, AbortController>();
   const claimer = new ApiClient(options.rootUrl, options.credentials, claimAbort.signal);
   let reports = new ReportBatcher(
     options.credentials && options.batchReports !== false ? new TgsClient({ rootUrl: options.rootUrl, credentials: options.credentials }) : undefined,
@@ -119,16 +149,28 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
     log,
   );
   const running = new Set<Promise<void>>();
+  /** runs reported worker-shutdown so far */
+  let handedBack = 0;
   let wake: (() => void) | undefined;
   let stream: WorkerStream | undefined;
 
   const start = (claim: ClaimedRun) => {
-    const p = runTask(claim, { rootUrl: options.rootUrl, logIntervalMs: options.logIntervalMs ?? 1000, log, sandbox, reports }, shutdown.signal)
+    const key = `${claim.status.taskId}/${claim.runId}`;
+    const cancel = new AbortController();
+    cancels.set(key, cancel);
+    // a claim that arrives while the worker drains is handed back at once (worker-shutdown: the queue retries it now)
+    const signal = noClaims.signal.aborted ? AbortSignal.abort() : shutdown.signal;
+    const p = runTask(claim, { rootUrl: options.rootUrl, logIntervalMs: options.logIntervalMs ?? 1000, log, sandbox, reports, killGraceMs }, signal, cancel.signal)
       .then(
-        (outcome) => options.onRun?.({ taskId: claim.status.taskId, runId: claim.runId, outcome }),
+        (outcome) => {
+          if (outcome === 'worker-shutdown') handedBack++;
+          options.onRun?.({ taskId: claim.status.taskId, runId: claim.runId, outcome });
+        },
         (err: unknown) => log(`${claim.status.taskId}/${claim.runId}: ${(err as Error).stack ?? String(err)}`),
       )
       .finally(() => {
+        if (cancels.get(key) === cancel) cancels.delete(key);
+        stream?.forget(claim.status.taskId, claim.runId);
         running.delete(p);
         wake?.();
         if (!shutdown.signal.aborted) stream?.release();
@@ -156,9 +198,11 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
       capacity: options.capacity,
       // claims pushed while stopping still start: runTask reports them worker-shutdown at once
       onClaim: (claim) => claimed(claim as unknown as ClaimedRun),
+      // a run resolved by someone else (a cancel, its deadline): SIGTERM now, nothing reported
+      onCanceled: (run) => cancels.get(`${run.taskId}/${run.runId}`)?.abort(run.reasonResolved),
       log,
     });
-    const stopped = new Promise<void>((resolve) => shutdown.signal.addEventListener('abort', () => resolve(), { once: true }));
+    const stopped = new Promise<void>((resolve) => noClaims.signal.addEventListener('abort', () => resolve(), { once: true }));
     try {
       // an API that cannot be reached yet: the stream keeps trying (logged once) until it opens or the worker stops
       await Promise.race([opened.opened, stopped]);
@@ -190,7 +234,7 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
     const transport = options.transport ?? 'stream';
     log(`claiming tasks of ${pool} as ${workerGroup}/${workerId}, capacity ${options.capacity}, against ${options.rootUrl}${transport === 'stream' ? ' over the worker stream' : ''}`);
     if (transport === 'stream' && (await streamLoop())) return;
-    while (!shutdown.signal.aborted) {
+    while (!noClaims.signal.aborted) {
       if (running.size >= options.capacity) {
         await new Promise<void>((resolve) => {
           wake = resolve;
@@ -208,8 +252,9 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
         claims = answer.tasks;
         failures = 0;
       } catch (err) {
-        if (shutdown.signal.aborted) break;
+        if (noClaims.signal.aborted) break;
         if (err instanceof TgsApiError && (err.status === 401 || err.status === 403)) {
+          noClaims.abort();
           shutdown.abort();
           while (running.size > 0) await Promise.all([...running]);
           throw refused(err, 'claimWork');
@@ -219,7 +264,7 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
         log(`claimWork failed (${(err as Error).message}); retrying in ${(delay / 1000).toFixed(1)} s`);
         await new Promise<void>((resolve) => {
           const t = setTimeout(resolve, delay);
-          shutdown.signal.addEventListener('abort', () => {
+          noClaims.signal.addEventListener('abort', () => {
             clearTimeout(t);
             resolve();
           }, { once: true });
@@ -234,20 +279,42 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
 
   const done = loop();
   let stopping: Promise<void> | undefined;
-  return {
-    workerGroup,
-    workerId,
-    done,
-    stop() {
-      stopping ??= (async () => {
-        log(`stopping: ${running.size} task(s) running will be reported worker-shutdown`);
-        shutdown.abort();
-        claimAbort.abort();
-        wake?.();
-        await done.catch(() => undefined);
-        log('stopped');
-      })();
-      return stopping;
-    },
+  let draining: Promise<void> | undefined;
+  const stopClaiming = () => {
+    noClaims.abort();
+    claimAbort.abort();
+    stream?.stopClaiming();
+    wake?.();
   };
+  const stop = () => {
+    stopping ??= (async () => {
+      log(`stopping: ${running.size} task(s) running will be reported worker-shutdown`);
+      stopClaiming();
+      shutdown.abort();
+      await done.catch(() => undefined);
+      log('stopped');
+    })();
+    return stopping;
+  };
+  const drain = () => {
+    draining ??= (async () => {
+      if (stopping) return stopping;
+      const started = Date.now();
+      const before = running.size;
+      const handedBackBefore = handedBack;
+      log(`draining: no more claims; ${before} task(s) running may finish within the drain timeout of ${fmtS(drainTimeoutMs)}, the rest are then reported worker-shutdown (stop again to end them now)`);
+      stopClaiming();
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = await Promise.race([
+        done.then(() => false, () => false),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), drainTimeoutMs))),
+      ]);
+      clearTimeout(timer);
+      if (timedOut && !stopping) log(`drain timeout of ${fmtS(drainTimeoutMs)} reached: ${running.size} task(s) still running`);
+      if (timedOut || stopping) await stop();
+      log(`drained in ${fmtS(Date.now() - started)}: of ${before} task(s) running, ${handedBack - handedBackBefore} reported worker-shutdown (retried by the queue), the rest finished`);
+    })();
+    return draining;
+  };
+  return { workerGroup, workerId, done, stop, drain };
 }

@@ -22,10 +22,17 @@ export interface ShellPayload {
   env: Record<string, string>;
   /** seconds; the command is killed after this and the run fails */
   maxRunTime: number;
+  /**
+   * seconds between SIGTERM and SIGKILL when the run is canceled (0-600); default: the worker's `--kill-grace`.
+   * Counted from the cancel: the worker's slot stays taken meanwhile.
+   */
+  killGrace?: number;
   artifacts: ArtifactSpec[];
 }
 
 export const MAX_RUN_TIME_LIMIT = 7 * 24 * 3600;
+/** The longest `killGrace` a task may ask for (and `--kill-grace` the worker may set). */
+export const MAX_KILL_GRACE = 600;
 
 /** The payload schema (ajv; unknown properties are rejected, like every tgs schema). */
 export const shellPayloadSchema: JsonSchema = {
@@ -42,6 +49,7 @@ export const shellPayloadSchema: JsonSchema = {
     },
     env: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
     maxRunTime: { type: 'integer', minimum: 1, maximum: MAX_RUN_TIME_LIMIT },
+    killGrace: { type: 'integer', minimum: 0, maximum: MAX_KILL_GRACE },
     artifacts: {
       type: 'array',
       default: [],
@@ -100,7 +108,8 @@ export function parseShellPayload(payload: unknown): { payload: ShellPayload } |
       describeErrors(validate.errors, 'payload'),
       '',
       'A payload has `command` (an argv array, or a string run by /bin/sh -c) and `maxRunTime` (seconds), and may have',
-      '`env` ({NAME: "value"}) and `artifacts` ([{name, path, type: "file", contentType?, expires?}]). For example:',
+      '`env` ({NAME: "value"}), `artifacts` ([{name, path, type: "file", contentType?, expires?}]) and `killGrace` (seconds',
+      'from SIGTERM to SIGKILL when the run is canceled). For example:',
       `  ${EXAMPLE}`,
     ].join('\n'),
   };

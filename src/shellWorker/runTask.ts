@@ -31,9 +31,11 @@ export interface RunOptions {
   sandbox: Sandbox;
   /** where the run's report goes out (with other runs' reports, or as its single call) */
   reports: ReportBatcher;
+  /** from SIGTERM to SIGKILL when the run is canceled (`--kill-grace`), unless its payload's killGrace says otherwise */
+  killGraceMs: number;
 }
 
-export type RunOutcome = 'completed' | 'failed' | 'malformed-payload' | 'worker-shutdown' | 'claim-lost';
+export type RunOutcome = 'completed' | 'failed' | 'malformed-payload' | 'worker-shutdown' | 'claim-lost' | 'canceled';
 
 const fmtSeconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
@@ -41,8 +43,10 @@ const fmtSeconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
  * Runs one claimed task to its end and reports it: completed (exit 0), failed (other exit, maxRunTime,
  * a declared artifact missing), exception malformed-payload, or, when `shutdown` aborts, worker-shutdown.
  * The live log is re-uploaded every `logIntervalMs` while the command runs, and once more before the report.
+ * When `canceled` aborts (the worker stream's `canceled` frame; its reason is the run's reasonResolved), the run is
+ * resolved already: the command gets SIGTERM at once and SIGKILL after the grace, and nothing is reported.
  */
-export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: AbortSignal): Promise<RunOutcome> {
+export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: AbortSignal, canceled?: AbortSignal): Promise<RunOutcome> {
   const taskId = claim.status.taskId;
   const runId = claim.runId;
   const id = `${taskId}/${runId}`;
@@ -104,6 +108,13 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
     return 'malformed-payload';
   }
   const payload = parsed.payload;
+  const canceledLine = () => `the run was resolved exception ${String(canceled?.reason ?? 'canceled')} by the queue (not by this worker)`;
+  if (canceled?.aborted) {
+    liveLog.note(`${canceledLine()} before its command started: nothing ran`);
+    await uploadLog();
+    options.log(`${id}: canceled (${String(canceled.reason)}) before it started`);
+    return 'canceled';
+  }
   if (shutdown.aborted) {
     liveLog.note('the worker is shutting down: resolving the run as exception worker-shutdown (the queue retries it)');
     await uploadLog();
@@ -159,7 +170,26 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
     () => stop('failed', `maxRunTime of ${payload.maxRunTime} s exceeded: killed the command`),
     payload.maxRunTime * 1000,
   );
-  const onShutdown = () => stop('worker-shutdown', 'the worker is shutting down: killed the command; resolving the run as exception worker-shutdown (the queue retries it)');
+  let graceTimer: NodeJS.Timeout | undefined;
+  const onCancel = () => {
+    if (outcome) return;
+    outcome = 'canceled';
+    // no reclaim: the run is not this worker's any more
+    settled = true;
+    const graceS = payload.killGrace ?? options.killGraceMs / 1000;
+    liveLog.note(`${canceledLine()}: SIGTERM to the command, SIGKILL in ${graceS} s if it is still running`);
+    options.log(`${id}: canceled (${String(canceled?.reason)}): SIGTERM, SIGKILL in ${graceS} s`);
+    run.terminate();
+    graceTimer = setTimeout(() => {
+      liveLog.note(`still running ${graceS} s after SIGTERM: SIGKILL`);
+      run.kill();
+    }, graceS * 1000);
+  };
+  const onShutdown = () => {
+    // a canceled command in its grace: the worker is going, so is the command
+    if (outcome === 'canceled') return run.kill();
+    stop('worker-shutdown', 'the worker is shutting down: killed the command; resolving the run as exception worker-shutdown (the queue retries it)');
+  };
   shutdown.addEventListener('abort', onShutdown);
   if (shutdown.aborted) onShutdown();
   const logTimer = setInterval(() => void uploadLog(), options.logIntervalMs);
@@ -191,11 +221,16 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
     if (!settled) scheduleReclaim();
   };
   scheduleReclaim();
+  canceled?.addEventListener('abort', onCancel);
+  // canceled while its sandbox was made: the command started meanwhile, and stops now
+  if (canceled?.aborted) onCancel();
 
   await finished;
   clearTimeout(maxRunTimer);
+  clearTimeout(graceTimer);
   clearInterval(logTimer);
   shutdown.removeEventListener('abort', onShutdown);
+  canceled?.removeEventListener('abort', onCancel);
   // output still buffered in the pipes arrives before 'close'; do not wait for stragglers that keep them open
   await Promise.race([new Promise((r) => child.once('close', r)), new Promise((r) => setTimeout(r, 1000))]);
   liveLog.note(`${exitDescription} after ${fmtSeconds(Date.now() - started)}`);
@@ -221,8 +256,11 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
   else options.log(`${id}: left ${run.dir} in place: processes of the run are still alive`);
   settled = true;
   clearTimeout(reclaimTimer);
-  if (result === 'claim-lost') {
+  if (result === 'claim-lost' || result === 'canceled') {
+    // resolved by the queue already: the log still goes up (Taskcluster takes artifacts of a run resolved exception
+    // for a while), the report would be refused
     await uploadLog();
+    if (result === 'canceled') options.log(`${id}: canceled (${exitDescription})`);
     return result;
   }
   const exception = result === 'worker-shutdown' || result === 'malformed-payload';

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, constants, lstatSync, readlinkSync, statSync } from 'node:fs';
+import { accessSync, constants, lstatSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { chown, mkdir, mkdtemp, realpath } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
@@ -197,6 +197,11 @@ export interface RunSandbox {
   spawn(file: string, args: string[], env: Record<string, string>): ChildProcess;
   /** Kills the command now (maxRunTime, shutdown, lost claim); end() still follows. */
   kill(): void;
+  /**
+   * Asks the command to stop (a cancel): SIGTERM to its process group (with bwrap, the sandbox's group inside it),
+   * nothing else of the machine's. The caller sends kill() after its grace if the command is still there.
+   */
+  terminate(): void;
   /** After the command exited: kills everything the run started and resolves when none of it is left. */
   end(): Promise<void>;
   /** After end(): removes the directory (never following what the task left in it) and frees the run's uid. */
@@ -226,6 +231,39 @@ function killGroup(child: ChildProcess): void {
     } catch {
       // already gone
     }
+  }
+}
+
+/**
+ * The children of `pid` (the kernel's list; without it, /proc's stat of every process). Only the worker's own child
+ * is asked about: its children are what it forked (bwrap's sandbox init), nothing a task can place there.
+ */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    const found: number[] = [];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        // the fields after the command's name, which is in parentheses and may hold anything
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) found.push(Number(entry));
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return found;
+  }
+}
+
+/** SIGTERM to a process group; false when there is none (already gone). */
+function termGroup(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 'SIGTERM');
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -323,6 +361,13 @@ export class Sandbox {
         // bwrap: its sandbox dies with it (--die-with-parent), and with the sandbox's pid 1 every process inside
         if (child) killGroup(child);
         if (perRunUid !== undefined) void killEveryProcessOf(perRunUid, perRunUid).catch(() => undefined);
+      },
+      terminate: () => {
+        if (child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+        // bwrap --new-session: the command's group is the one its sandbox init (bwrap's child) leads; the outer
+        // bwrap, which would take the whole sandbox down with SIGKILL (--die-with-parent), is not signaled
+        if (mode === 'bwrap') for (const pid of childrenOf(child.pid)) termGroup(pid);
+        else termGroup(child.pid);
       },
       end: killAll,
       remove: async () => {

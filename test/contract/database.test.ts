@@ -11,6 +11,8 @@ import { renderedOutbox } from '../helpers/outbox.js';
 import { loadMigrations } from '../../src/db/migrate.js';
 import { withTransaction } from '../../src/db/pool.js';
 import { pgliteUrl } from '../../src/db/pglite.js';
+import { WorkerStream } from '../../src/client/workerStream.js';
+import { eventually } from '../../support/stack.js';
 
 // One suite, two databases: a real Postgres test database and the embedded PGlite of `tgs dev` without
 // DATABASE_URL, both behind the unchanged queue code (the API of startTestApi, its pool, its claim waiter).
@@ -89,6 +91,32 @@ for (const impl of implementations) {
       assert.equal((completed.payload as { status: { state: string } }).status.state, 'completed');
       assert.ok(completed.messageId, 'a messageId for the exchange message');
       assert.equal(new Set(rows.map((r) => r.messageId)).size, 4);
+    });
+
+    test('a cancel reaches the worker stream holding the run: the NOTIFY on the claim waiter\'s session, the canceled frame', async () => {
+      const taskId = await create('contract-cancel');
+      const claims: string[] = [];
+      const canceled: string[] = [];
+      const stream = new WorkerStream({
+        rootUrl: t.rootUrl,
+        credentials: t.root,
+        provisionerId: 'tgs-test',
+        workerType: 'contract-cancel',
+        workerGroup: 'grp',
+        workerId: 'streamer',
+        capacity: 1,
+        onClaim: (c) => claims.push(c.status.taskId),
+        onCanceled: (r) => canceled.push(`${r.taskId}/${r.runId}/${r.reasonResolved}`),
+        log: () => undefined,
+      });
+      try {
+        await eventually(async () => claims.includes(taskId), 'claimed over the stream');
+        assert.equal((await q('POST', `/task/${taskId}/cancel`)).status, 200);
+        await eventually(async () => canceled.length > 0, 'the canceled frame');
+        assert.deepEqual(canceled, [`${taskId}/0/canceled`]);
+      } finally {
+        await stream.close();
+      }
     });
 
     test('concurrent claimers: every task is claimed exactly once', async () => {

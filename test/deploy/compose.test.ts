@@ -193,6 +193,19 @@ test('every tgs service runs a real `tgs` command with real options', () => {
   assert.deepEqual(checkTgsCommand(['graph', 'submit', 'g.yaml', '--wait', '--tail', '5'], program), []);
 });
 
+test('the shell worker drains on SIGTERM for --drain-timeout, and its stop_grace_period is a bit above it (Docker never SIGKILLs a draining worker)', () => {
+  const worker = services['shell-worker'] as Service & { stop_grace_period?: string };
+  const command = worker.command as string[];
+  const at = command.indexOf('--drain-timeout');
+  assert.ok(at >= 0, `the shell worker is given --drain-timeout: ${command.join(' ')}`);
+  const drain = Number(command[at + 1]);
+  assert.ok(Number.isInteger(drain) && drain > 0, `--drain-timeout ${command[at + 1]}`);
+  const m = /^(\d+)s$/.exec(worker.stop_grace_period ?? '');
+  assert.ok(m, `stop_grace_period in seconds: ${worker.stop_grace_period}`);
+  const grace = Number(m[1]);
+  assert.ok(grace > drain && grace <= drain + 60, `stop_grace_period ${grace}s is a bit above --drain-timeout ${drain}`);
+});
+
 test('the variables the tgs services set are ones tgs reads; the shell worker gets no database, broker, Temporal or root secret', () => {
   const readers = ['src/config.ts', 'src/client/credentials.ts'].map(read).join('\n');
   for (const [name, s] of Object.entries(services).filter(([, svc]) => isTgs(svc))) {

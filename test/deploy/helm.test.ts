@@ -199,6 +199,28 @@ test('the API\'s readiness probe, sent to a real `tgs api` as kubelet sends it (
   assert.ok(answers.includes(503), `a draining API answers the probe 503: ${answers.join(' ')}`);
 });
 
+test('the shell worker drains on SIGTERM for --drain-timeout, and its pods\' terminationGracePeriodSeconds is a bit above it (Kubernetes never SIGKILLs a draining worker)', () => {
+  const drains: number[] = [];
+  for (const { name, manifests } of renders.filter((r) => r.name !== 'default values')) {
+    const worker = manifests.find((m) => m.kind === 'Deployment' && component(m) === 'shell-worker') as Manifest;
+    const args = podSpec(worker).containers[0].args ?? [];
+    const at = args.indexOf('--drain-timeout');
+    assert.ok(at >= 0, `${name}: the shell worker is given --drain-timeout: ${args.join(' ')}`);
+    const drain = Number(args[at + 1]);
+    assert.ok(Number.isInteger(drain) && drain > 0, `${name}: --drain-timeout ${args[at + 1]}`);
+    const grace = podSpec(worker).terminationGracePeriodSeconds as number;
+    assert.ok(grace > drain && grace <= drain + 60, `${name}: terminationGracePeriodSeconds ${grace} is a bit above --drain-timeout ${drain}`);
+    drains.push(drain);
+  }
+  // the grace follows the value: another drain timeout moves it too
+  const other = render('--set', 'shellWorker.enabled=true', '--set', 'shellWorker.drainTimeoutSeconds=45');
+  const worker = other.find((m) => m.kind === 'Deployment' && component(m) === 'shell-worker') as Manifest;
+  const args = podSpec(worker).containers[0].args ?? [];
+  assert.equal(args[args.indexOf('--drain-timeout') + 1], '45');
+  assert.equal(podSpec(worker).terminationGracePeriodSeconds, 75);
+  assert.ok(drains.length >= 2);
+});
+
 test('the NetworkPolicy lets the shell worker\'s pods reach only the API\'s pods on the API\'s port and DNS (plus what the values add)', () => {
   for (const { name, manifests, values } of renders.filter((r) => r.name !== 'default values')) {
     const worker = manifests.find((m) => m.kind === 'Deployment' && component(m) === 'shell-worker') as Manifest;

@@ -1,11 +1,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import WebSocket from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 import { startTestApi, hawkHeader, type Credentials, type TestApi } from '../../support/api.js';
 import { fastTask } from '../../support/graphs.js';
 import { eventually } from '../../support/stack.js';
-import { WorkerStream, type StreamClaim } from '../../src/client/workerStream.js';
+import type { AddressInfo } from 'node:net';
+import { WorkerStream, type CanceledRun, type StreamClaim } from '../../src/client/workerStream.js';
+import { MAX_NOTIFY_PAYLOAD, parseRunsResolved, runsResolvedPayloads } from '../../src/queue/notify.js';
 import { TgsApiError } from '../../src/client/http.js';
 import { CLOSE, MAX_STREAM_CAPACITY } from '../../src/queue/workerStream/frames.js';
 import { registry } from '../../src/observability/metrics.js';
@@ -49,6 +51,7 @@ const status = async (taskId: string) => (await t.request('GET', `/api/queue/v1/
 
 function openStream(workerType: string, capacity: number, options: { credentials?: Credentials; workerId?: string; workerGroup?: string } = {}) {
   const claims: StreamClaim[] = [];
+  const canceled: CanceledRun[] = [];
   const lines: string[] = [];
   const stream = new WorkerStream({
     rootUrl: t.rootUrl,
@@ -59,9 +62,10 @@ function openStream(workerType: string, capacity: number, options: { credentials
     workerId: options.workerId ?? 'w1',
     capacity,
     onClaim: (claim) => claims.push(claim),
+    onCanceled: (run) => canceled.push(run),
     log: (line) => lines.push(line),
   });
-  return { stream, claims, lines };
+  return { stream, claims, canceled, lines };
 }
 
 test('the API pushes claims up to the worker\'s capacity and more as it gives capacity back; reports resolve the runs', async () => {
@@ -254,6 +258,177 @@ test('runs claimed as the stream closes are resolved worker-shutdown at once, no
   assert.equal(runs[0].state, 'exception');
   assert.equal(runs[0].reasonResolved, 'worker-shutdown');
   assert.equal(state, 'pending', 'retried now');
+});
+
+test('a cancel reaches the stream holding the run at once (canceled frame), only that stream; a sweep\'s deadline-exceeded too; a reported run is not told', async () => {
+  const [a, b, reported] = await createTasks('st-cancel', 3);
+  const [late] = await createTasks('st-cancel', 1, { deadline: new Date(Date.now() + 4000).toISOString() });
+  const one = openStream('st-cancel', 2, { workerId: 'c1' });
+  const two = openStream('st-cancel', 2, { workerId: 'c2' });
+  try {
+    await eventually(async () => one.claims.length + two.claims.length === 4, 'four claims');
+    const holder = (taskId: string) => (one.claims.some((c) => c.status.taskId === taskId) ? one : two);
+    const other = (taskId: string) => (holder(taskId) === one ? two : one);
+    // `reported` is reported first: a cancel of it afterwards resolves nothing and tells nobody
+    await holder(reported).stream.resolve([{ taskId: reported, runId: 0, outcome: 'completed' }]);
+    const started = Date.now();
+    const res = await t.request('POST', `/api/queue/v1/task/${a}/cancel`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    await eventually(async () => holder(a).canceled.length === 1, 'the canceled frame');
+    const took = Date.now() - started;
+    assert.deepEqual(holder(a).canceled, [{ taskId: a, runId: 0, reasonResolved: 'canceled' }]);
+    assert.ok(took < 2000, `told ${took} ms after the cancel began`);
+    assert.deepEqual(other(a).canceled, [], 'the other stream holds no such run');
+    await t.request('POST', `/api/queue/v1/task/${reported}/cancel`);
+    // the deadline sweep resolves `late` exception deadline-exceeded: its holder is told too
+    await eventually(async () => holder(late).canceled.some((r) => r.taskId === late), 'deadline-exceeded told', 15_000);
+    assert.equal(holder(late).canceled.find((r) => r.taskId === late)?.reasonResolved, 'deadline-exceeded');
+    for (const s of [one, two]) assert.ok(!s.canceled.some((r) => r.taskId === reported || r.taskId === b), 'nothing of reported or untouched runs');
+    assert.equal((await status(b)).state, 'running');
+  } finally {
+    await Promise.all([one.stream.close(), two.stream.close()]);
+  }
+});
+
+test('a cancel heard just before the stream held its run (between the claim\'s commit and its push) is told as the run is pushed', async () => {
+  const [taskId] = await createTasks('st-window', 1);
+  // the notification a cancel racing the claim sends, heard before any stream holds the run
+  await t.db.pool.query(`SELECT pg_notify('tgs_run_resolved', $1)`, [`${taskId}/0/canceled`]);
+  await new Promise((r) => setTimeout(r, 300));
+  const { stream, claims, canceled } = openStream('st-window', 1, { workerId: 'win' });
+  try {
+    await eventually(async () => claims.length === 1, 'claimed');
+    await eventually(async () => canceled.length === 1, 'told at the push');
+    assert.deepEqual(canceled, [{ taskId, runId: 0, reasonResolved: 'canceled' }]);
+  } finally {
+    await stream.close();
+  }
+});
+
+test('a cancel reaches a run given on a stream that drained since: the worker names the runs it holds on its next stream (holding frame)', async () => {
+  const [taskId] = await createTasks('st-held', 1);
+  const { stream, claims, canceled } = openStream('st-held', 1, { workerId: 'h1' });
+  try {
+    await eventually(async () => claims.length === 1, 'claimed');
+    // streams drain every 2 s here: wait for two, so the run was given on a stream that is gone
+    await new Promise((r) => setTimeout(r, 4500));
+    assert.equal(canceled.length, 0);
+    assert.equal((await t.request('POST', `/api/queue/v1/task/${taskId}/cancel`)).status, 200);
+    await eventually(async () => canceled.length === 1, 'the canceled frame on the new stream');
+    assert.deepEqual(canceled, [{ taskId, runId: 0, reasonResolved: 'canceled' }]);
+  } finally {
+    await stream.close();
+  }
+});
+
+test('a holding frame naming another worker\'s run (or a made-up one) earns no canceled frame; a malformed one ends the stream', async () => {
+  const [taskId] = await createTasks('st-hostile', 1);
+  const { claims, stream } = openStream('st-hostile', 1, { workerId: 'owner' });
+  try {
+    await eventually(async () => claims.length === 1, 'claimed by the owner');
+    const raw = await rawStream('st-hostile');
+    raw.ws.send(JSON.stringify({ type: 'holding', runs: [{ taskId, runId: 0 }, { taskId: slugid.nice(), runId: 3 }] }));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal((await t.request('POST', `/api/queue/v1/task/${taskId}/cancel`)).status, 200);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.deepEqual(raw.frames.filter((f) => f.type === 'canceled'), [], 'the raw stream holds none of these runs');
+    raw.ws.send(JSON.stringify({ type: 'holding', runs: [{ taskId: 'not-a-slugid', runId: 0 }] }));
+    assert.equal((await raw.closed).code, CLOSE.protocolError);
+  } finally {
+    await stream.close();
+  }
+});
+
+test('the client acts on a canceled frame only for runs it was given and has not reported, once', async () => {
+  const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  const given = { taskId: slugid.nice(), runId: 0 };
+  const reportedRun = { taskId: slugid.nice(), runId: 1 };
+  server.on('connection', (ws) => {
+    ws.send(JSON.stringify({ type: 'welcome' }));
+    const claim = (r: { taskId: string; runId: number }) => ({ status: { taskId: r.taskId, taskGroupId: r.taskId }, runId: r.runId, workerGroup: 'g', workerId: 'w', takenUntil: new Date().toISOString(), task: { payload: {} }, credentials: { clientId: 'x', accessToken: 'y' } });
+    ws.send(JSON.stringify({ type: 'claimed', tasks: [claim(given), claim(reportedRun)] }));
+    ws.on('message', (data) => {
+      const frame = JSON.parse(String(data));
+      if (frame.type !== 'resolve') return;
+      ws.send(JSON.stringify({ type: 'resolved', id: frame.id, resolutions: [] }));
+      const twice = { type: 'canceled', runs: [{ taskId: given.taskId, runId: 0, reasonResolved: 'canceled' }, { taskId: given.taskId, runId: 0, reasonResolved: 'canceled' }] };
+      ws.send(JSON.stringify({ type: 'canceled', runs: [{ taskId: slugid.nice(), runId: 0, reasonResolved: 'canceled' }, { taskId: given.taskId, runId: 1, reasonResolved: 'canceled' }, reportedRun, 'junk', null] }));
+      ws.send(JSON.stringify({ type: 'canceled', runs: 'not a list' }));
+      ws.send(JSON.stringify(twice));
+      ws.send(JSON.stringify(twice));
+      ws.send(JSON.stringify({ type: 'canceled', runs: [{ ...reportedRun, reasonResolved: 'canceled' }] }));
+    });
+  });
+  await new Promise((r) => server.once('listening', r));
+  const canceled: CanceledRun[] = [];
+  const claims: StreamClaim[] = [];
+  const stream = new WorkerStream({
+    rootUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    provisionerId: 'p',
+    workerType: 't',
+    workerGroup: 'g',
+    workerId: 'w',
+    capacity: 2,
+    onClaim: (c) => claims.push(c),
+    onCanceled: (r) => canceled.push(r),
+    log: () => undefined,
+  });
+  try {
+    await eventually(async () => claims.length === 2, 'two claims');
+    await stream.resolve([{ taskId: reportedRun.taskId, runId: reportedRun.runId, outcome: 'completed' }]);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(canceled, [{ taskId: given.taskId, runId: 0, reasonResolved: 'canceled' }]);
+  } finally {
+    await stream.close();
+    server.close();
+  }
+});
+
+test('the client names the runs it holds on a new stream only to an API whose welcome says it takes holding frames', async () => {
+  const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  const run = { taskId: slugid.nice(), runId: 2 };
+  const received: { conn: number; type: string; runs?: unknown }[] = [];
+  let conns = 0;
+  server.on('connection', (ws) => {
+    const conn = ++conns;
+    ws.on('message', (data) => received.push({ conn, ...JSON.parse(String(data)) }));
+    // the first two as an older API (no `holding` in the welcome), the third as this one
+    ws.send(JSON.stringify({ type: 'welcome', ...(conn === 3 ? { holding: true } : {}) }));
+    if (conn === 1) {
+      ws.send(JSON.stringify({ type: 'claimed', tasks: [{ status: { taskId: run.taskId, taskGroupId: run.taskId }, runId: run.runId, workerGroup: 'g', workerId: 'w', takenUntil: new Date().toISOString(), task: { payload: {} }, credentials: { clientId: 'x', accessToken: 'y' } }] }));
+    }
+    if (conn < 3) setTimeout(() => ws.send(JSON.stringify({ type: 'draining', reason: 'test' })), 200);
+  });
+  await new Promise((r) => server.once('listening', r));
+  const stream = new WorkerStream({
+    rootUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    provisionerId: 'p',
+    workerType: 't',
+    workerGroup: 'g',
+    workerId: 'w',
+    capacity: 1,
+    onClaim: () => undefined,
+    log: () => undefined,
+  });
+  try {
+    await eventually(async () => received.some((f) => f.type === 'holding'), 'a holding frame', 5000);
+    assert.deepEqual(received.filter((f) => f.type === 'holding'), [{ conn: 3, type: 'holding', runs: [run] }], 'on the third stream only');
+  } finally {
+    await stream.close();
+    server.close();
+  }
+});
+
+test('resolved-run notifications: chunked under Postgres\' 8000-byte payload limit, every run once, and read back; junk entries skipped', () => {
+  const runs = Array.from({ length: 2000 }, (_, i) => ({ taskId: slugid.nice(), runId: i % 50, reasonResolved: i % 3 ? 'canceled' : 'deadline-exceeded' }));
+  const payloads = runsResolvedPayloads(runs);
+  const bytes = runs.reduce((n, r) => n + Buffer.byteLength(`${r.taskId}/${r.runId}/${r.reasonResolved}`) + 1, 0);
+  // as few as fit: each full but the last
+  assert.ok(payloads.length >= 2 && payloads.length <= Math.ceil(bytes / (MAX_NOTIFY_PAYLOAD - 50)), `${payloads.length} payloads for 2000 runs (${bytes} bytes)`);
+  for (const p of payloads) assert.ok(Buffer.byteLength(p) <= MAX_NOTIFY_PAYLOAD && MAX_NOTIFY_PAYLOAD < 8000, `${Buffer.byteLength(p)} bytes`);
+  assert.deepEqual(payloads.flatMap(parseRunsResolved), runs);
+  assert.deepEqual(runsResolvedPayloads([]), []);
+  assert.deepEqual(parseRunsResolved(`x ${runs[0].taskId}/0/canceled ;DROP/1/x a/b/c ${runs[1].taskId}/9999999/canceled`), [{ taskId: runs[0].taskId, runId: 0, reasonResolved: 'canceled' }]);
 });
 
 test('the API stopping drains its streams at once: the worker is told and goes elsewhere', async () => {

@@ -406,7 +406,7 @@ test('parseShellPayload fills defaults and rejects bad artifacts', () => {
   assert.ok('error' in parseShellPayload({ command: 'x' }), 'maxRunTime is required');
 });
 
-test('SIGTERM to `tgs shell-worker`: the running task is reported worker-shutdown and the queue retries it', async () => {
+test('SIGTERM to `tgs shell-worker`: it drains; a task still running at the drain timeout is reported worker-shutdown and the queue retries it', async () => {
   // This one is about the shutdown report, not reclaims: against an API with 60 s claims, a child process starved
   // of CPU (two slow cores, three test files at once) cannot lose its claim to the sweep before the SIGTERM, as it
   // did with the file's 3 s claims (resolved claim-expired).
@@ -429,7 +429,7 @@ async function sigtermTest() {
   }, { retries: 2 });
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'src/cli/entry.ts', 'shell-worker', '--provisioner-id', 'tgs-test', '--worker-type', 'term', '--worker-id', 'child', '--work-dir', workDir],
+    ['--import', 'tsx', 'src/cli/entry.ts', 'shell-worker', '--provisioner-id', 'tgs-test', '--worker-type', 'term', '--worker-id', 'child', '--work-dir', workDir, '--drain-timeout', '2'],
     { cwd: repo, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TGS_ROOT_URL: t.rootUrl, TGS_CLIENT_ID: t.root.clientId, TGS_ACCESS_TOKEN: t.root.accessToken }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
@@ -440,12 +440,17 @@ async function sigtermTest() {
     await eventually(async () => (await artifact(taskId, 'public/logs/live.log')).text.includes('working'), 'the task to run in the child worker');
     const before = readdirSync(workDir).length;
     assert.ok(before >= 1);
+    const signaled = Date.now();
     child.kill('SIGTERM');
     assert.equal(await exited, 0, output);
+    assert.ok(Date.now() - signaled >= 1900, 'the task had its drain timeout');
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
   }
-  assert.match(output, /SIGTERM, shutting down/);
+  assert.match(output, /SIGTERM, draining/);
+  assert.match(output, /draining: no more claims; 1 task\(s\) running may finish within the drain timeout of 2 s/);
+  assert.match(output, /drain timeout of 2 s reached: 1 task\(s\) still running/);
+  assert.match(output, /drained in [\d.]+ s: of 1 task\(s\) running, 1 reported worker-shutdown/);
   const s = await status(taskId);
   assert.equal(s.runs[0].state, 'exception');
   assert.equal(s.runs[0].reasonResolved, 'worker-shutdown');

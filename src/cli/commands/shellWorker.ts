@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
 import { resolveCredentials } from '../../client/credentials.js';
-import { startShellWorker, type IsolationMode } from '../../shellWorker/index.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_KILL_GRACE_MS, startShellWorker, type IsolationMode } from '../../shellWorker/index.js';
 import { loadConfig } from '../../config.js';
 import { lineLogger } from '../../log.js';
 import { startObservability } from '../../observability/process.js';
-import { onShutdown } from '../shutdown.js';
+import { onDrainSignals } from '../shutdown.js';
+import { parseDuration } from '../../duration.js';
 
 interface Options {
   provisionerId: string;
@@ -17,6 +18,21 @@ interface Options {
   isolation?: string;
   uidRange?: string;
   claimWork?: boolean;
+  killGrace: string;
+  drainTimeout: string;
+}
+
+/** `--kill-grace 10`, `--drain-timeout 5m`: plain seconds or a duration (`90s`, `5m`, `1h`). */
+function seconds(flag: string, text: string): number {
+  const ms = /^\s*\d+\s*$/.test(text) ? Number(text) * 1000 : (() => {
+    try {
+      return parseDuration(text);
+    } catch {
+      return NaN;
+    }
+  })();
+  if (!Number.isFinite(ms) || ms < 0) throw new Error(`${flag} ${JSON.stringify(text)}: give seconds (e.g. 300) or a duration (e.g. 5m)`);
+  return ms;
 }
 
 export function registerShellWorkerCommand(program: Command): void {
@@ -45,6 +61,16 @@ export function registerShellWorkerCommand(program: Command): void {
       'the OS user bwrap sandboxes run as instead of a fresh uid per run, or every task runs as with --isolation none (worker must be root); not used by --isolation user, which gives each run its own uid',
     )
     .option('--claim-work', 'poll claimWork instead of holding a worker stream (a proxy in between that cannot carry WebSockets)')
+    .option(
+      '--kill-grace <seconds>',
+      'a canceled run\'s command gets SIGTERM at once (over the worker stream: within a moment of the cancel) and SIGKILL this long after; a payload\'s killGrace overrides it (0-600)',
+      String(DEFAULT_KILL_GRACE_MS / 1000),
+    )
+    .option(
+      '--drain-timeout <duration>',
+      'on SIGTERM or SIGINT: stop claiming and let running tasks finish for up to this long (seconds, or e.g. 5m), then report the rest worker-shutdown and exit; a second signal stops at once',
+      String(DEFAULT_DRAIN_TIMEOUT_MS / 1000),
+    )
     .action(async (opts: Options) => {
       const resolved = resolveCredentials();
       const { log, metrics } = await startObservability(loadConfig(), 'shell-worker');
@@ -62,9 +88,11 @@ export function registerShellWorkerCommand(program: Command): void {
           isolation: opts.isolation as IsolationMode | undefined,
           uidRange: opts.uidRange,
           transport: opts.claimWork ? 'claimWork' : 'stream',
+          killGraceMs: seconds('--kill-grace', opts.killGrace),
+          drainTimeoutMs: seconds('--drain-timeout', opts.drainTimeout),
           log: lineLogger(log),
         });
-        onShutdown(() => worker.stop());
+        onDrainSignals(() => worker.drain(), () => worker.stop());
         await worker.done;
       } finally {
         // A worker that cannot work (bad options or credentials) must not be kept alive by the metrics server.

@@ -2,8 +2,10 @@ import { TgsError, type ErrorCode } from '../../errors.js';
 import type { JsonSchema } from '../../api/endpoint.js';
 import { validateInput } from '../../api/validate.js';
 import { resolutionsSchema, MAX_RESOLUTIONS } from '../api/resolutions.js';
+import { SLUGID_PATTERN } from '../../api/patterns.js';
 import type { Resolution, ResolutionResult } from '../resolveTask.js';
 import type { ClaimedRun } from '../claimWork.js';
+import type { ResolvedRun } from '../notify.js';
 
 /**
  * The worker stream's frames (docs/api.md § The worker stream): one JSON object per WebSocket text message.
@@ -26,14 +28,22 @@ export const CLOSE = {
   drained: 4408,
 } as const;
 
-export type WorkerFrame = { type: 'capacity'; tasks: number } | { type: 'stop' } | { type: 'resolve'; id: number; resolutions: Resolution[] };
+export type WorkerFrame =
+  | { type: 'capacity'; tasks: number }
+  | { type: 'stop' }
+  | { type: 'resolve'; id: number; resolutions: Resolution[] }
+  /** runs the worker was given on an earlier stream and has not reported: this stream tells it when they are canceled */
+  | { type: 'holding'; runs: { taskId: string; runId: number }[] };
 
 export type ApiFrame =
-  | { type: 'welcome'; taskQueueId: string; workerGroup: string; workerId: string; maxCapacity: number; maxResolutions: number; drainsAt: string }
+  /** `holding`: this API takes `holding` frames and sends `canceled` ones (an older one would refuse the frame) */
+  | { type: 'welcome'; taskQueueId: string; workerGroup: string; workerId: string; maxCapacity: number; maxResolutions: number; drainsAt: string; holding: true }
   | { type: 'claimed'; tasks: ClaimedRun[] }
   | { type: 'resolved'; id: number; resolutions: ResolutionResult[] }
   | { type: 'resolved'; id: number; error: { code: ErrorCode; message: string } }
   | { type: 'draining'; reason: string }
+  /** runs this stream pushed, not reported yet, that someone else resolved (a cancel, a sweep): stop them, report nothing */
+  | { type: 'canceled'; runs: ResolvedRun[] }
   | { type: 'error'; code: ErrorCode; message: string };
 
 const workerFrameSchema: JsonSchema = {
@@ -50,6 +60,25 @@ const workerFrameSchema: JsonSchema = {
       additionalProperties: false,
       required: ['type', 'id', 'resolutions'],
       properties: { type: { const: 'resolve' }, id: { type: 'integer', minimum: 0, maximum: 2 ** 31 - 1 }, resolutions: resolutionsSchema },
+    },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['type', 'runs'],
+      properties: {
+        type: { const: 'holding' },
+        runs: {
+          type: 'array',
+          minItems: 1,
+          maxItems: MAX_STREAM_CAPACITY,
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['taskId', 'runId'],
+            properties: { taskId: { type: 'string', pattern: SLUGID_PATTERN }, runId: { type: 'integer', minimum: 0, maximum: 49 } },
+          },
+        },
+      },
     },
   ],
 };
@@ -74,4 +103,5 @@ export const welcome = (taskQueueId: string, workerGroup: string, workerId: stri
   maxCapacity: MAX_STREAM_CAPACITY,
   maxResolutions: MAX_RESOLUTIONS,
   drainsAt: new Date(drainsAt).toISOString(),
+  holding: true,
 });

@@ -9,9 +9,17 @@ import { claimPending, MAX_CLAIM_COUNT, recordClaims, type ClaimRequest, type Cl
 import { resolveRuns, type Resolution } from '../resolveTask.js';
 import { TgsError } from '../../errors.js';
 import { logResolutions, resolutionsScopes } from '../api/resolutions.js';
+import type { ResolvedRun } from '../notify.js';
+import { loadTasks } from '../taskRow.js';
+import { EXCEPTION_REASONS } from '../run.js';
 import { CLOSE, MAX_RESOLVES_IN_FLIGHT, MAX_STREAM_CAPACITY, parseWorkerFrame, welcome, type ApiFrame, type WorkerFrame } from './frames.js';
 
 type Log = { info(fields: object, line: string): void; warn(fields: object, line: string): void };
+
+/** The API process's index of the runs its streams hold, `<taskId>/<runId>` → the stream that pushed it. */
+export type RunHolders = Map<string, WorkerStreamSession>;
+
+const runKey = (taskId: string, runId: number) => `${taskId}/${runId}`;
 
 /** How long a draining stream has to finish its worker's resolves and be closed by it before the API closes it. */
 export const DRAIN_GRACE_MS = 5000;
@@ -37,6 +45,10 @@ export class WorkerStreamSession {
   /** aborts the claim loop's wait: capacity came, or the stream drains or closed */
   private wake = new AbortController();
   private readonly resolving = new Set<Promise<void>>();
+  /** runs pushed to the worker and not reported by it yet (their keys in `holders` too) */
+  private readonly held = new Set<string>();
+  /** runs of a `holding` frame being checked, with a resolution noticed meanwhile (indexed in `holders` too) */
+  private readonly adopting = new Map<string, ResolvedRun | undefined>();
   private readonly timers: NodeJS.Timeout[] = [];
   private readonly queue: string;
   private readonly claiming: Promise<void>;
@@ -49,6 +61,9 @@ export class WorkerStreamSession {
     private readonly claim: Omit<ClaimRequest, 'count'>,
     private readonly log: Log,
     private readonly outage: OutageLog,
+    private readonly holders: RunHolders = new Map(),
+    /** a resolution of this run heard in the last moments, when no stream held it (WorkerStreams' memory) */
+    private readonly takenRecently: (key: string) => ResolvedRun | undefined = () => undefined,
   ) {
     this.queue = `${claim.provisionerId}/${claim.workerType}`;
     const drainsAt = Math.min(Date.now() + deps.config.workerStreamMaxAgeMs, auth.validUntil ?? Infinity);
@@ -102,8 +117,74 @@ export class WorkerStreamSession {
     return true;
   }
 
+  /**
+   * Someone other than the worker resolved these runs (docs/api.md § The worker stream, `canceled`): those this
+   * stream holds are sent in one `canceled` frame and held no more. Runs it does not hold are none of its business.
+   */
+  runsTaken(runs: ResolvedRun[]): void {
+    const mine = runs.filter((r) => {
+      const key = runKey(r.taskId, r.runId);
+      if (this.adopting.has(key)) this.adopting.set(key, r);
+      return this.release(key);
+    });
+    if (mine.length > 0) this.send({ type: 'canceled', runs: mine });
+  }
+
+  /**
+   * A `holding` frame: runs the worker was given on an earlier stream (this API's or another's) and still runs. Each
+   * one the queue shows claimed by this very worker is held here from now on; one already resolved by someone else
+   * (canceled meanwhile) is told at once; any other (another worker's, unknown) is ignored.
+   */
+  private async adopt(runs: { taskId: string; runId: number }[]): Promise<void> {
+    const keys = [...new Set(runs.map((r) => runKey(r.taskId, r.runId)))].filter((k) => !this.held.has(k) && !this.adopting.has(k));
+    for (const key of keys) {
+      this.adopting.set(key, undefined);
+      if (!this.holders.has(key)) this.holders.set(key, this);
+    }
+    const taken: ResolvedRun[] = [];
+    try {
+      const rows = new Map((await loadTasks(this.deps.pool, [...new Set(runs.map((r) => r.taskId))])).map((row) => [row.task_id, row]));
+      for (const key of keys) {
+        if (this.closed) break;
+        const noticed = this.adopting.get(key);
+        const [taskId, runIdText] = key.split('/');
+        const row = rows.get(taskId);
+        const run = row?.runs[Number(runIdText)];
+        const ours = row && run && `${row.provisioner_id}/${row.worker_type}` === this.queue && run.workerGroup === this.claim.workerGroup && run.workerId === this.claim.workerId;
+        this.adopting.delete(key);
+        if (!ours) continue;
+        if (noticed) taken.push(noticed);
+        else if (run.state === 'running') this.hold(key);
+        else if (run.state === 'exception' && !(EXCEPTION_REASONS as readonly string[]).includes(run.reasonResolved ?? '')) {
+          taken.push({ taskId, runId: run.runId, reasonResolved: run.reasonResolved ?? 'canceled' });
+        }
+      }
+    } catch (err) {
+      this.log.warn({ err, ...this.claim }, 'worker stream: could not read the runs a worker holds; it hears of their cancels at its next reclaim or report');
+    } finally {
+      for (const key of keys) {
+        this.adopting.delete(key);
+        if (!this.held.has(key) && this.holders.get(key) === this) this.holders.delete(key);
+      }
+    }
+    if (taken.length > 0) this.send({ type: 'canceled', runs: taken });
+  }
+
+  private hold(key: string): void {
+    this.held.add(key);
+    this.holders.set(key, this);
+  }
+
+  /** true when this stream held the run */
+  private release(key: string): boolean {
+    if (!this.held.delete(key)) return false;
+    if (this.holders.get(key) === this) this.holders.delete(key);
+    return true;
+  }
+
   private onClose(): void {
     this.closed = true;
+    for (const key of [...this.held]) this.release(key);
     this.draining = true;
     this.wake.abort();
     for (const t of this.timers) clearTimeout(t);
@@ -129,7 +210,9 @@ export class WorkerStreamSession {
       this.wake.abort();
       return;
     }
-    const p = this.resolve(frame.id, frame.resolutions).finally(() => {
+    // a holding frame reads the queue as a resolve does: both count toward the frames being handled
+    const work = frame.type === 'holding' ? this.adopt(frame.runs) : this.resolve(frame.id, frame.resolutions);
+    const p = work.finally(() => {
       this.resolving.delete(p);
       if (this.resolving.size < MAX_RESOLVES_IN_FLIGHT) this.ws.resume();
     });
@@ -145,6 +228,8 @@ export class WorkerStreamSession {
   }
 
   private async resolve(id: number, resolutions: Resolution[]): Promise<void> {
+    // the worker is done with these runs, whatever the answer: a cancel meanwhile has nothing left to stop
+    for (const r of resolutions) this.release(runKey(r.taskId, r.runId));
     try {
       const scopes = await resolutionsScopes(this.deps.pool, resolutions, (scope) => expressionSatisfied(this.auth.scopes, scope));
       requireScopes(this.auth.clientId, this.auth.scopes, scopes);
@@ -181,6 +266,10 @@ export class WorkerStreamSession {
       if (claimed.length > 0) {
         this.capacity -= claimed.length;
         if (!this.send({ type: 'claimed', tasks: claimed })) return this.handBack(claimed);
+        for (const t of claimed) this.hold(runKey(t.status.taskId, t.runId));
+        // canceled between the claim's commit and now: the notification came before the stream held the run
+        const missed = claimed.flatMap((t) => this.takenRecently(runKey(t.status.taskId, t.runId)) ?? []);
+        if (missed.length > 0) this.runsTaken(missed);
         recordClaims(this.log, this.deps.workers, request, claimed);
         seen = Date.now();
         continue;
