@@ -80,6 +80,11 @@ export interface Config {
   maxConcurrentGraphReads: number;
   /** How long a pending task waits on a queue with no workers before it is announced on `task-stalled` (src/queue/stalls.ts). */
   stallAfterMs: number;
+  /**
+   * How long the queue may show a graph's task resolved (or all its requirements met) before the graph's workflow
+   * has acted on it, before explanations call it `inconsistent` (src/queue/explainTask.ts).
+   */
+  inconsistentAfterMs: number;
   maxConcurrentGraphSubmits: number;
   /** Per-process cap on artifact reads and downloads in flight; beyond it 429. */
   maxConcurrentArtifactRequests: number;
@@ -198,6 +203,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxConcurrentGraphNodes: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_NODES', 4),
     maxConcurrentGraphReads: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_READS', 4),
     stallAfterMs: intFromEnv(env, 'TGS_STALL_AFTER_MS', 600_000),
+    // A resolution reaches its graph through the relay, RabbitMQ, the bridge's flush and a workflow task: p99 of that
+    // hop is well under a second even under the bench's load, so 10 s is no ordinary transition.
+    inconsistentAfterMs: intFromEnv(env, 'TGS_INCONSISTENT_AFTER_MS', 10_000),
     maxConcurrentGraphSubmits: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_SUBMITS', 4),
     maxConcurrentArtifactRequests: intFromEnv(env, 'TGS_MAX_CONCURRENT_ARTIFACT_REQUESTS', 8),
     ...overrides,

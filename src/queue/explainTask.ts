@@ -70,6 +70,8 @@ interface TaskFacts {
 interface DependencyFacts {
   task_id: string;
   state: TaskState;
+  /** when its latest run resolved, if it did */
+  resolved_at: Date | null;
   retries_left: number;
   label: string | null;
   /** reruns left of its graph node, null where it is no graph's task */
@@ -84,10 +86,11 @@ const ago = (from: Date, now: Date) => {
 
 /**
  * The task's explanation. `claimWorkWaitMs`: the deployment's long-poll (how often idle workers call claimWork).
- * A task whose requirements are all met but which is still unscheduled gets `inconsistent`: the caller (the API)
- * then asks the graph's workflow to reconcile.
+ * A task whose requirements are all met but which is still unscheduled gets `inconsistent` once the last of them has
+ * been resolved for `inconsistentAfterMs` (TGS_INCONSISTENT_AFTER_MS): the caller (the API) then asks the graph's
+ * workflow to reconcile. Before that the resolution is on its way to the graph: an ordinary transition.
  */
-export async function explainTask(db: Queryable, taskId: string, now: Date, claimWorkWaitMs: number): Promise<TaskExplanation> {
+export async function explainTask(db: Queryable, taskId: string, now: Date, claimWorkWaitMs: number, inconsistentAfterMs = 10_000): Promise<TaskExplanation> {
   const { rows } = await db.query<TaskFacts>(
     `SELECT t.task_id, t.task_group_id, t.state, t.requires, t.deadline, t.provisioner_id, t.worker_type, t.priority_rank,
             t.pending_since, t.runs, g.state AS graph_state, g.origin AS graph_origin, g.blocked_by, n.label
@@ -158,7 +161,15 @@ export async function explainTask(db: Queryable, taskId: string, now: Date, clai
         action: 'rerun the graph\'s failed tasks (GET /api/scheduler/v1/task-graph/<taskGraphId>/explain names them)',
       });
     }
-    if (open.length === 0 && !deadlinePassed && task.graph_state !== 'canceled') {
+    const lastResolved = Math.max(0, ...deps.map((d) => d.resolved_at?.getTime() ?? 0));
+    const arriving = open.length === 0 && task.graph_state !== null && now.getTime() - lastResolved < inconsistentAfterMs;
+    if (arriving && !deadlinePassed && task.graph_state !== 'canceled') {
+      blockers.push({
+        kind: 'dependency',
+        dependencies: [],
+        action: `wait: its last requirement resolved ${ago(new Date(lastResolved), now)} ago and the graph is scheduling it (after ${inconsistentAfterMs / 1000} s this would be inconsistent)`,
+      });
+    } else if (open.length === 0 && !deadlinePassed && task.graph_state !== 'canceled') {
       blockers.push({
         kind: 'inconsistent',
         action: task.graph_state !== null ? 'none needed: this call asked the graph\'s workflow to reconcile, which schedules the task' : 'none known: no graph schedules this task',
@@ -213,6 +224,8 @@ function summarize(task: TaskFacts, blockers: Blocker[], dependencyCount: number
     case 'dependency-failed':
       return `will not run: ${first.dependencies!.length} of ${dependencyCount} dependencies failed for good (${first.dependencies!.map((d) => d.label ?? d.taskId).slice(0, 3).join(', ')}); ${first.action}`;
     case 'dependency':
+      // every requirement met moments ago: the resolution is on its way to the graph
+      if (first.dependencies!.length === 0) return `being scheduled: every requirement is met; ${first.action}`;
       return `waiting on ${first.dependencies!.length} of ${dependencyCount} dependencies: ${first.dependencies!.slice(0, 3).map((d) => `${d.label ?? d.taskId} (${d.state})`).join(', ')}`;
     case 'no-workers':
       return first.lastClaimWork ? `pending: no worker has claimed from ${first.taskQueueId} since ${first.lastClaimWork}` : `pending: no worker has ever claimed from ${first.taskQueueId}`;
@@ -229,7 +242,7 @@ function summarize(task: TaskFacts, blockers: Blocker[], dependencyCount: number
 
 async function dependencyFacts(db: Queryable, taskId: string, taskGroupId: string): Promise<DependencyFacts[]> {
   const { rows } = await db.query<DependencyFacts>(
-    `SELECT d.task_id, d.state, d.retries_left, n.label, n.reruns_left
+    `SELECT d.task_id, d.state, (d.runs->-1->>'resolved')::timestamptz AS resolved_at, d.retries_left, n.label, n.reruns_left
      FROM task_dependencies td JOIN tasks d ON d.task_id = td.required_task_id
      LEFT JOIN graph_nodes n ON n.task_graph_id = $2 AND n.task_id = d.task_id
      WHERE td.dependent_task_id = $1 ORDER BY d.task_id`,

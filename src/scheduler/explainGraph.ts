@@ -40,15 +40,16 @@ export interface GraphExplanation {
 
 /**
  * A graph's root causes: the workflow's model says which sources explain which tasks (src/workflows/explain.ts);
- * the queue's rows say what each source is now. A live source the queue shows resolved is a lost message
- * (`inconsistent`: the caller asks the workflow to reconcile); live sources pending on a queue are grouped by queue,
+ * the queue's rows say what each source is now. A live source the queue has shown resolved for `inconsistentAfterMs`
+ * is a lost message (`inconsistent`: the caller asks the workflow to reconcile); one resolved more recently is on its
+ * way and waits with the running ones; live sources pending on a queue are grouped by queue,
  * with its workers' availability.
  */
 export async function explainGraph(
   db: Queryable,
   row: GraphRow,
   model: ExplainQueryResult | undefined,
-  options: { now: Date; claimWorkWaitMs: number; limit: number },
+  options: { now: Date; claimWorkWaitMs: number; limit: number; inconsistentAfterMs: number },
 ): Promise<GraphExplanation> {
   const base = { taskGraphId: row.task_graph_id, asOf: options.now.toISOString(), workflow: model ? ('answered' as const) : ('unavailable' as const) };
   // A graph's members are its task group's tasks: an index-only count over tasks_group_unresolved (migration 019). The
@@ -77,7 +78,9 @@ export async function explainGraph(
   for (const c of live) {
     const f = facts.get(c.taskId);
     if (!f || isResolved(f.state)) {
-      lost += c.count;
+      // resolved moments ago: the resolution is on its way to the workflow (an ordinary transition), not lost
+      if (f?.resolved_at && options.now.getTime() - f.resolved_at.getTime() < options.inconsistentAfterMs) running += c.count;
+      else lost += c.count;
       continue;
     }
     if (f.state === 'running') {
@@ -163,10 +166,11 @@ function summarize(causes: RootCause[], unresolved: number): string {
   return `${unresolved} task(s) unresolved: ${parts.join('; ')}`;
 }
 
-async function taskFacts(db: Queryable, taskIds: string[]): Promise<Map<string, { state: TaskState; task_queue_id: string }>> {
+async function taskFacts(db: Queryable, taskIds: string[]): Promise<Map<string, { state: TaskState; task_queue_id: string; resolved_at: Date | null }>> {
   if (taskIds.length === 0) return new Map();
-  const { rows } = await db.query<{ task_id: string; state: TaskState; task_queue_id: string }>(
-    `SELECT task_id, state, provisioner_id || '/' || worker_type AS task_queue_id FROM tasks WHERE task_id = ANY($1)`,
+  const { rows } = await db.query<{ task_id: string; state: TaskState; task_queue_id: string; resolved_at: Date | null }>(
+    `SELECT task_id, state, provisioner_id || '/' || worker_type AS task_queue_id, (runs->-1->>'resolved')::timestamptz AS resolved_at
+     FROM tasks WHERE task_id = ANY($1)`,
     [taskIds],
   );
   return new Map(rows.map((r) => [r.task_id, r]));

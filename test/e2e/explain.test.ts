@@ -8,15 +8,18 @@ import { startFastWorker, type ClaimedTask, type FastWorker } from '../../suppor
 import { fastTask } from '../../support/graphs.js';
 import { startRelay } from '../../src/relay/relay.js';
 import { explainQuery, workflowIdFor } from '../../src/workflows/contract.js';
-import type { TaskExplanation } from '../../src/queue/explainTask.js';
-import type { GraphExplanation } from '../../src/scheduler/explainGraph.js';
+import { explainTask as explainTaskFromRows, type TaskExplanation } from '../../src/queue/explainTask.js';
+import { explainGraph as explainGraphFromRows, type GraphExplanation } from '../../src/scheduler/explainGraph.js';
+import { requireGraph } from '../../src/scheduler/graphStore.js';
 import { useStack } from '../helpers/stackFixture.js';
 
 /*
  * "Why isn't it running?" on the real stack: each blocker kind where it arises, and the graph's root causes.
  * claimWork long-polls 1 s here, so a queue without a claimWork for 3 s has no workers (3 × the long-poll).
  */
-const stack = useStack({ configOverrides: { claimWorkWaitMs: 1000 } });
+// A resolution the workflow has not acted on for 500 ms is inconsistent here (TGS_INCONSISTENT_AFTER_MS, 10 s by
+// default), so a lost one shows within a second.
+const stack = useStack({ configOverrides: { claimWorkWaitMs: 1000, inconsistentAfterMs: 500 } });
 const workers: FastWorker[] = [];
 const releases: (() => void)[] = [];
 /** relays a test started in place of the stack's */
@@ -139,6 +142,17 @@ test('a lost resolution: the dependent explains inconsistent, and the call makes
   await stack.root.request('queue', 'POST', `/task/${g.id('p')}/runs/0/completed`);
   await stack.api.api.deps.groupAnnouncer.flush();
   await stack.api.db.pool.query('DELETE FROM outbox WHERE id > $1', [marker]);
+  // moments after p's resolution, before the window: an ordinary transition, not inconsistent
+  const justNow = await explainTaskFromRows(stack.api.db.pool, g.id('q'), new Date(), 1000, 60_000);
+  assert.deepEqual(justNow.blockers.map((b) => [b.kind, b.dependencies]), [['dependency', []]]);
+  assert.match(justNow.summary, /^being scheduled: every requirement is met; wait: its last requirement resolved \d+ s ago/);
+  const model = await stack.client.workflow.getHandle(workflowIdFor(g.taskGraphId)).query(explainQuery, { limit: 100 });
+  const row = await requireGraph(stack.api.db.pool, g.taskGraphId);
+  const graphJustNow = await explainGraphFromRows(stack.api.db.pool, row, model, { now: new Date(), claimWorkWaitMs: 1000, limit: 20, inconsistentAfterMs: 60_000 });
+  assert.deepEqual(graphJustNow.rootCauses.map((c) => c.kind), ['dependency']);
+  assert.equal(graphJustNow.reconciling, false);
+  const graphLater = await explainGraphFromRows(stack.api.db.pool, row, model, { now: new Date(Date.now() + 60_000), claimWorkWaitMs: 1000, limit: 20, inconsistentAfterMs: 60_000 });
+  assert.deepEqual(graphLater.rootCauses.map((c) => c.kind), ['inconsistent'], 'past the window, the same rows are a lost resolution');
   relays.push(await startRelay({ config: stack.config, log: () => undefined }));
   {
     await new Promise((r) => setTimeout(r, 1000));
@@ -152,3 +166,26 @@ test('a lost resolution: the dependent explains inconsistent, and the call makes
     assert.ok(took < 15_000, `${took} ms`);
   }
 });
+
+test('a healthy graph explained while it runs is never inconsistent: every transition is within the window', async () => {
+  const tasks: Record<string, { requires?: string[]; task: unknown }> = {};
+  for (let i = 0; i < 60; i++) tasks[`t${i}`] = { requires: i < 3 ? [] : [`t${i - 3}`], task: task(`t${i}`, 'exp-healthy') };
+  const g = await submit(tasks);
+  // the workflow answers its explain query once it has loaded the graph and dispatched the roots
+  await eventually(async () => (await stateOf(g.id('t0'))) === 'pending', 't0 pending');
+  const kinds = new Set<string>();
+  let polls = 0;
+  for (;;) {
+    if (polls === 1) workers.push(startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'exp-healthy', concurrency: 4 }));
+    const row = await requireGraph(stack.api.db.pool, g.taskGraphId);
+    if (row.state === 'finished') break;
+    const model = await stack.client.workflow.getHandle(workflowIdFor(g.taskGraphId)).query(explainQuery, { limit: 100 });
+    // the default window, on the rows of this very moment
+    const explained = await explainGraphFromRows(stack.api.db.pool, row, model, { now: new Date(), claimWorkWaitMs: 1000, limit: 20, inconsistentAfterMs: 10_000 });
+    for (const c of explained.rootCauses) kinds.add(c.kind);
+    polls++;
+  }
+  assert.ok(polls >= 2, `explained ${polls} times while it ran`);
+  assert.ok(!kinds.has('inconsistent'), `causes seen: ${[...kinds].join(', ')}`);
+});
+

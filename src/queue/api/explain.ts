@@ -16,7 +16,7 @@ export const explainTaskEndpoint = declare({
   async handler({ params, deps }) {
     // what claimWork saw in the last 2 s is in memory until the recorder writes it
     await deps.workers.flush();
-    const explanation = await explainTask(deps.pool, params.taskId, new Date(), deps.config.claimWorkWaitMs);
+    const explanation = await explainTask(deps.pool, params.taskId, new Date(), deps.config.claimWorkWaitMs, deps.config.inconsistentAfterMs);
     if (explanation.taskGraphId && explanation.blockers.some((b) => b.kind === 'inconsistent')) await deps.taskGroups.reconcile(explanation.taskGraphId);
     return explanation;
   },

@@ -41,7 +41,7 @@ export const explainGraphEndpoint = declare({
             MODEL_WAIT_MS,
           ).catch(() => undefined)
         : undefined;
-    const explanation = await explainGraph(deps.pool, row, model, { now: new Date(), claimWorkWaitMs: deps.config.claimWorkWaitMs, limit: Number(query.limit ?? 20) });
+    const explanation = await explainGraph(deps.pool, row, model, { now: new Date(), claimWorkWaitMs: deps.config.claimWorkWaitMs, limit: Number(query.limit ?? 20), inconsistentAfterMs: deps.config.inconsistentAfterMs });
     if (explanation.reconciling) explanation.reconciling = await reconcileNow(deps, row.task_graph_id);
     return explanation;
   },
