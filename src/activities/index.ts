@@ -22,6 +22,7 @@ import { observeHops } from '../observability/hops.js';
 import { withHeartbeat } from './heartbeat.js';
 import { resolveReadyFromCache } from '../taskCache/dispatch.js';
 import { hookActivities } from './hooks.js';
+import { cancelRequestOf } from './workflowHistory.js';
 import type { Activities, DispatchResult, PublishResult, RefusedRerun } from '../workflows/activityContract.js';
 
 export type { Activities, DispatchResult, PublishResult, RefusedRerun } from '../workflows/activityContract.js';
@@ -152,7 +153,7 @@ export function createActivities(deps: ActivityDeps): Activities {
      */
     async publishGraphEvent(
       taskGraphId: string,
-      event: { kind: string; seq: number; state: GraphState; blockedBy: string[]; knownNodeCount: number },
+      event: { kind: string; seq: number; state: GraphState; blockedBy: string[]; knownNodeCount: number; reason?: string },
     ): Promise<PublishResult> {
       return withTransaction(pool, async (client) => {
         const row = await getGraph(client, taskGraphId, true);
@@ -160,7 +161,7 @@ export function createActivities(deps: ActivityDeps): Activities {
         if (event.state === 'finished' && row.node_count > event.knownNodeCount) {
           return { published: false, nodeCount: row.node_count };
         }
-        await recordGraphState(client, taskGraphId, event.state, event.blockedBy);
+        await recordGraphState(client, taskGraphId, event.state, event.blockedBy, event.reason);
         if (row.origin === 'graph') {
           const message = graphMessage(
             config,
@@ -185,6 +186,8 @@ export function createActivities(deps: ActivityDeps): Activities {
         });
       }
     },
+
+    cancelRequestOf,
 
     /** What the queue knows about tasks the workflow has not heard from: lost messages are recovered here. */
     async reconcile(taskGraphId: string, taskIds: string[]): Promise<{ resolutions: Resolution[]; nodeCount: number }> {

@@ -66,6 +66,8 @@ export interface GraphInfo {
   counts: Partial<Record<TaskState, number>>;
   /** taskIds of the failed tasks that block the graph */
   blockedBy: string[];
+  /** who ended the graph and why (canceled, terminated) */
+  stateReason?: string;
   created: string;
   updated: string;
   workflowId: string;

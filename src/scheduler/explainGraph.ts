@@ -36,6 +36,8 @@ export interface GraphExplanation {
   workflow: 'answered' | 'unavailable';
   /** the call found tasks the model should have scheduled, and asked the workflow to reconcile */
   reconciling: boolean;
+  /** who ended the graph and why (canceled, terminated), as recorded with its state */
+  stateReason?: string;
 }
 
 /**
@@ -50,7 +52,13 @@ export async function explainGraph(
   model: ExplainQueryResult | undefined,
   options: { now: Date; claimWorkWaitMs: number; limit: number },
 ): Promise<GraphExplanation> {
-  const base = { taskGraphId: row.task_graph_id, asOf: options.now.toISOString(), workflow: model ? ('answered' as const) : ('unavailable' as const) };
+  const base = {
+    taskGraphId: row.task_graph_id,
+    asOf: options.now.toISOString(),
+    workflow: model ? ('answered' as const) : ('unavailable' as const),
+    ...(row.state_reason ? { stateReason: row.state_reason } : {}),
+  };
+  const why = row.state_reason ? ` (${row.state_reason})` : '';
   // A graph's members are its task group's tasks: an index-only count over tasks_group_unresolved (migration 019). The
   // same count as a join of graph_nodes and tasks took most of a 300,000-task graph's 2-5 s explanation.
   const { rows: counts } = await db.query<{ count: number }>(
@@ -58,12 +66,13 @@ export async function explainGraph(
     [row.task_graph_id],
   );
   const unresolved = counts[0].count;
-  if (row.state === 'finished' || unresolved === 0) {
+  if (row.state === 'finished' || (unresolved === 0 && row.state !== 'canceled')) {
     return { ...base, state: row.state as GraphState, summary: `${row.state}: nothing to wait for`, unresolved, rootCauses: [], omittedRootCauses: 0, reconciling: false };
   }
   if (row.state === 'canceled') {
     const cause: RootCause = { kind: 'graph-canceled', count: unresolved, action: 'nothing: the graph was canceled; its remaining tasks are being canceled' };
-    return { ...base, state: 'canceled', summary: `canceled: ${unresolved} task(s) left to cancel`, unresolved, rootCauses: [cause], omittedRootCauses: 0, reconciling: false };
+    const summary = unresolved === 0 ? `canceled${why}: nothing to wait for` : `canceled${why}: ${unresolved} task(s) left to cancel`;
+    return { ...base, state: 'canceled', summary, unresolved, rootCauses: unresolved === 0 ? [] : [cause], omittedRootCauses: 0, reconciling: false };
   }
 
   const causes: RootCause[] = [];

@@ -60,7 +60,7 @@ async function waitAndReport(client: TgsClient, taskGraphId: string, tailLines: 
 
 function printInfo(info: GraphInfo, url: string): void {
   console.log(`task-graph   ${info.status.taskGraphId}`);
-  console.log(`state        ${info.status.state}`);
+  console.log(`state        ${info.status.state}${info.stateReason ? ` (${info.stateReason})` : ''}`);
   if (info.metadata.name) console.log(`name         ${info.metadata.name}`);
   console.log(`tasks        ${countsLine(info)}`);
   if (info.blockedBy.length) console.log(`blocked by   ${info.blockedBy.join(' ')}`);

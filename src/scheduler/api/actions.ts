@@ -99,11 +99,11 @@ export const cancelEndpoint = declare({
   route: '/task-graph/<taskGraphId>/cancel',
   scopes: 'scheduler:cancel-task-graph:<taskGraphId>',
   output: statusResponseSchema,
-  async handler({ params, deps }) {
+  async handler({ params, deps, auth }) {
     const { row, handle } = await graphHandle(deps, params.taskGraphId);
     if (row.state === 'finished' || row.state === 'canceled') return { status: graphStatus(row) };
     try {
-      await handle.signal(cancelSignal, {});
+      await handle.signal(cancelSignal, { reason: `canceled by ${auth.clientId ?? 'an anonymous caller'} through the scheduler API` });
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw closedGraph(params.taskGraphId, row.state);
       throw err;

@@ -112,10 +112,11 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
           <h1>{header?.name || 'Task graph'}</h1>
           <span class="mono muted">{taskGraphId}</span>
           {state && (
-            <span class="graph-state badge" data-graph-state={state} style={{ background: GRAPH_STATE_COLORS[state] }}>
+            <span class="graph-state badge" data-graph-state={state} style={{ background: GRAPH_STATE_COLORS[state] }} title={header?.stateReason || undefined}>
               {state}
             </span>
           )}
+          {header?.stateReason && <span class="muted state-reason">{header.stateReason}</span>}
           {header && <span class="muted">created {ago(header.timeBase)}</span>}
           {header && <span class="muted">routing {header.status.routing || '—'}</span>}
           {link && (

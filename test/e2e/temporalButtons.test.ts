@@ -1,0 +1,159 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import slugid from 'slugid';
+import amqp from 'amqplib';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { eventually } from '../../support/stack.js';
+import type { ClaimedTask } from '../../support/fastWorker.js';
+import { graphOf } from '../../support/graphs.js';
+import { findTemporalCli } from '../../src/temporal/devServer.js';
+import { workflowIdFor } from '../../src/workflows/contract.js';
+import type { GraphExplanation } from '../../src/scheduler/explainGraph.js';
+import { useStack } from '../helpers/stackFixture.js';
+
+/*
+ * Temporal's own buttons (docs/temporal.md § What Temporal's own operations do to a graph), pressed with the stock
+ * `temporal` CLI against the stack's dev server: cancel, terminate (then `tgs graph resume`), reset.
+ */
+
+/** Runs of each task the fast worker claimed. */
+const runsByTask = new Map<string, number>();
+/** Tasks whose payload says `hold` wait here until the test releases them. */
+const held = new Map<string, () => void>();
+const gates = new Map<string, Promise<void>>();
+function gate(taskId: string): Promise<void> {
+  let g = gates.get(taskId);
+  if (!g) {
+    g = new Promise<void>((resolve) => held.set(taskId, resolve));
+    gates.set(taskId, g);
+  }
+  return g;
+}
+const release = (taskId: string) => {
+  void gate(taskId);
+  held.get(taskId)?.();
+};
+
+const stack = useStack({
+  // the sweep that notices closed workflows runs with the others
+  configOverrides: { sweepIntervalMs: 500 },
+  worker: {
+    concurrency: 8,
+    decide: async (task: ClaimedTask) => {
+      runsByTask.set(task.taskId, (runsByTask.get(task.taskId) ?? 0) + 1);
+      if (task.task.payload.hold) await gate(task.taskId);
+      const outcomes = task.task.payload.outcomes as ('completed' | 'failed')[];
+      return outcomes[task.runId] ?? outcomes.at(-1) ?? 'completed';
+    },
+  },
+});
+const connections = new Set<{ close(): Promise<void> }>();
+stack.onStop(async () => {
+  for (const r of held.values()) r();
+  await Promise.all([...connections].map((c) => c.close().catch(() => undefined)));
+});
+
+/** The stock Temporal CLI on the stack's dev server. */
+async function temporal(...args: string[]): Promise<string> {
+  const cli = findTemporalCli();
+  assert.ok(cli, 'the Temporal CLI');
+  return (await promisify(execFile)(cli, [...args, '--address', stack.config.temporalAddress])).stdout;
+}
+/** The `tgs` CLI as a user runs it, with root credentials from the environment. */
+async function tgs(...args: string[]): Promise<string> {
+  const env = { ...process.env, TGS_ROOT_URL: stack.api.rootUrl, TGS_CLIENT_ID: stack.api.root.clientId, TGS_ACCESS_TOKEN: stack.api.root.accessToken };
+  return (await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', ...args], { env })).stdout;
+}
+
+async function submit(graph: unknown) {
+  const taskGraphId = slugid.nice();
+  const res = await stack.root.request<{ tasks: { label: string; taskId: string }[] }>('scheduler', 'PUT', `/task-graph/${taskGraphId}`, graph);
+  const ids = new Map(res.tasks.map((t) => [t.label, t.taskId]));
+  return { taskGraphId, id: (label: string) => ids.get(label) as string, labels: [...ids.keys()] };
+}
+const graphState = async (id: string) => (await stack.root.request<{ status: { state: string } }>('scheduler', 'GET', `/task-graph/${id}/status`)).status.state;
+const waitState = (id: string, state: string, timeoutMs = 60_000) => eventually(async () => (await graphState(id)) === state, `graph ${id} ${state}`, timeoutMs);
+const taskState = async (taskId: string) => (await stack.root.request<{ status: { state: string } }>('queue', 'GET', `/task/${taskId}/status`)).status.state;
+const waitTask = (taskId: string, state: string) => eventually(async () => (await taskState(taskId)) === state, `task ${taskId} ${state}`);
+const explain = (id: string) => stack.root.request<GraphExplanation>('scheduler', 'GET', `/task-graph/${id}/explain`);
+const describe = (id: string) => stack.client.workflow.getHandle(workflowIdFor(id)).describe();
+
+/** The graph's messages on one scheduler exchange, bound as a consumer would (docs/formats.md § Scheduler exchanges). */
+async function watch(taskGraphId: string, exchange: string) {
+  const conn = await amqp.connect(stack.config.amqpUrl);
+  connections.add(conn);
+  const ch = await conn.createChannel();
+  const { queue } = await ch.assertQueue('', { exclusive: true, autoDelete: true });
+  const name = `${stack.config.exchangePrefix}scheduler/v1/${exchange}`;
+  await ch.assertExchange(name, 'topic', { durable: true });
+  await ch.bindQueue(queue, name, `*.*.*.*.*.*.${stack.config.schedulerId}.${taskGraphId}.#`);
+  const messages: { messageId: string; body: { status: { state: string } } }[] = [];
+  await ch.consume(queue, (m) => {
+    if (m) messages.push({ messageId: String(m.properties.messageId), body: JSON.parse(m.content.toString()) });
+  }, { noAck: true });
+  return messages;
+}
+
+/** The workflow tasks of the graph's current run that failed (a workflow task failing in a loop shows here). */
+async function failedWorkflowTasks(taskGraphId: string): Promise<number> {
+  const { events } = await stack.client.workflow.getHandle(workflowIdFor(taskGraphId)).fetchHistory();
+  return (events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length;
+}
+
+test('temporal workflow cancel ends the graph as tgs graph cancel does: canceled tasks, one canceled message, who asked, Canceled', async () => {
+  const g = await submit(graphOf({ running: { payload: { hold: true } }, waiting: { requires: ['running'] }, done: {} }));
+  const canceledMessages = await watch(g.taskGraphId, 'task-graph-canceled');
+  await waitTask(g.id('running'), 'running');
+  await waitTask(g.id('done'), 'completed');
+  // the CLI takes a reason only for a batch (--query); its identity is pid@host@
+  await temporal('workflow', 'cancel', '--workflow-id', workflowIdFor(g.taskGraphId));
+  await waitState(g.taskGraphId, 'canceled');
+  await waitTask(g.id('running'), 'exception');
+  await waitTask(g.id('waiting'), 'exception');
+  assert.equal(await taskState(g.id('done')), 'completed');
+  await eventually(async () => (await describe(g.taskGraphId)).status.name === 'CANCELLED', 'workflow Canceled');
+  assert.equal(await failedWorkflowTasks(g.taskGraphId), 0, 'no workflow task failed');
+  // exactly one canceled message, with the canceled status
+  await eventually(async () => canceledMessages.length > 0, 'the canceled message');
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.equal(canceledMessages.length, 1, JSON.stringify(canceledMessages));
+  assert.equal(canceledMessages[0].body.status.state, 'canceled');
+  assert.equal(canceledMessages[0].messageId, `${g.taskGraphId}/task-graph-canceled/0`);
+  // `graph why` and the info say canceled, and who asked
+  const why = await explain(g.taskGraphId);
+  assert.equal(why.state, 'canceled');
+  assert.match(why.stateReason ?? '', /^canceled through Temporal by \d+@\S+$/);
+  const printed = await tgs('graph', 'why', g.taskGraphId);
+  assert.match(printed, /canceled \(canceled through Temporal by \d+@\S+\)/);
+  assert.match(await tgs('graph', 'status', g.taskGraphId), /state {8}canceled \(canceled through Temporal/);
+  assert.match(await tgs('graph', 'cancel', g.taskGraphId), /is canceled/);
+  release(g.id('running'));
+});
+
+test('a cancellation with an identity and a reason (as the Web UI sends it) records both', async () => {
+  const g = await submit(graphOf({ running: { payload: { hold: true } } }));
+  await waitTask(g.id('running'), 'running');
+  // the stock CLI sends no reason for one workflow (only a batch takes one, and does not pass it on): the request as
+  // the Web UI's Cancel makes it
+  await stack.client.workflowService.requestCancelWorkflowExecution({
+    namespace: 'default',
+    workflowExecution: { workflowId: workflowIdFor(g.taskGraphId) },
+    identity: 'operator-alice',
+    reason: 'operator says stop',
+    requestId: slugid.v4(),
+  });
+  await waitState(g.taskGraphId, 'canceled');
+  assert.equal((await explain(g.taskGraphId)).stateReason, 'canceled through Temporal by operator-alice: operator says stop');
+  await waitTask(g.id('running'), 'exception');
+  release(g.id('running'));
+});
+
+test('tgs graph cancel records who canceled', async () => {
+  const g = await submit(graphOf({ running: { payload: { hold: true } } }));
+  await waitTask(g.id('running'), 'running');
+  await tgs('graph', 'cancel', g.taskGraphId);
+  await waitState(g.taskGraphId, 'canceled');
+  assert.equal((await explain(g.taskGraphId)).stateReason, `canceled by ${stack.api.root.clientId} through the scheduler API`);
+  release(g.id('running'));
+});
