@@ -10,7 +10,7 @@ import type { GraphRow } from './graphStore.js';
  * one cause). The kinds are the per-task explanation's (src/queue/explainTask.ts), for what explains many tasks.
  */
 export interface RootCause {
-  kind: 'dependency-failed' | 'no-workers' | 'workers-busy' | 'quarantined' | 'dependency' | 'inconsistent' | 'graph-canceled';
+  kind: 'dependency-failed' | 'no-workers' | 'workers-busy' | 'quarantined' | 'dependency' | 'inconsistent' | 'graph-canceled' | 'graph-terminated';
   taskId?: string;
   label?: string;
   taskQueueId?: string;
@@ -66,13 +66,25 @@ export async function explainGraph(
     [row.task_graph_id],
   );
   const unresolved = counts[0].count;
-  if (row.state === 'finished' || (unresolved === 0 && row.state !== 'canceled')) {
+  if (row.state === 'finished' || (unresolved === 0 && row.state !== 'canceled' && row.state !== 'terminated')) {
     return { ...base, state: row.state as GraphState, summary: `${row.state}: nothing to wait for`, unresolved, rootCauses: [], omittedRootCauses: 0, reconciling: false };
   }
   if (row.state === 'canceled') {
     const cause: RootCause = { kind: 'graph-canceled', count: unresolved, action: 'nothing: the graph was canceled; its remaining tasks are being canceled' };
     const summary = unresolved === 0 ? `canceled${why}: nothing to wait for` : `canceled${why}: ${unresolved} task(s) left to cancel`;
     return { ...base, state: 'canceled', summary, unresolved, rootCauses: unresolved === 0 ? [] : [cause], omittedRootCauses: 0, reconciling: false };
+  }
+
+  if (row.state === 'terminated') {
+    // its workflow closed before the graph ended (src/scheduler/closedWorkflows.ts): nothing moves until it is resumed
+    const id = row.task_graph_id;
+    const cause: RootCause = {
+      kind: 'graph-terminated',
+      count: unresolved,
+      action: `resume it: tgs graph resume ${id} (POST /api/scheduler/v1/task-graph/${id}/resume); its completed tasks do not run again`,
+    };
+    const summary = `terminated${why}: its workflow ended before the graph did; ${unresolved} task(s) unresolved, left as they are until it is resumed`;
+    return { ...base, state: 'terminated', summary, unresolved, rootCauses: [cause], omittedRootCauses: 0, reconciling: false };
   }
 
   const causes: RootCause[] = [];

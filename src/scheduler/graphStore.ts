@@ -20,6 +20,8 @@ export interface GraphRow {
   blocked_by: string[];
   /** who ended the graph and why (canceled, terminated); null otherwise (migration 031) */
   state_reason: string | null;
+  /** how many times the graph's workflow was started again after it closed (migration 032) */
+  resumes: number;
   created: Date;
   updated: Date;
 }

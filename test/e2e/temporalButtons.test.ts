@@ -157,3 +157,60 @@ test('tgs graph cancel records who canceled', async () => {
   assert.equal((await explain(g.taskGraphId)).stateReason, `canceled by ${stack.api.root.clientId} through the scheduler API`);
   release(g.id('running'));
 });
+
+test('temporal workflow terminate: the graph is terminated within the bound, its tasks left as they are; tgs graph resume finishes it without rerunning a completed task', async () => {
+  const g = await submit(graphOf({ first: {}, held: { requires: ['first'], payload: { hold: true } }, last: { requires: ['held'] }, aside: {} }));
+  await waitTask(g.id('held'), 'running');
+  await waitTask(g.id('aside'), 'completed');
+  // resume is refused while the workflow runs
+  await assert.rejects(stack.root.request('scheduler', 'POST', `/task-graph/${g.taskGraphId}/resume`), (err: Error & { status?: number }) => err.status === 409 && /still running/.test(err.message));
+  const terminatedAt = Date.now();
+  await temporal('workflow', 'terminate', '--workflow-id', workflowIdFor(g.taskGraphId), '--reason', 'oops, wrong graph');
+  await waitState(g.taskGraphId, 'terminated', 60_000);
+  const noticedMs = Date.now() - terminatedAt;
+  assert.ok(noticedMs < 60_000, `noticed in ${noticedMs} ms`);
+  // its tasks are left as they are
+  assert.equal(await taskState(g.id('held')), 'running');
+  assert.equal(await taskState(g.id('last')), 'unscheduled');
+  const why = await explain(g.taskGraphId);
+  assert.equal(why.state, 'terminated');
+  assert.match(why.stateReason ?? '', /^its workflow was terminated at \S+ by \S+: oops, wrong graph$/);
+  assert.deepEqual(why.rootCauses.map((c) => c.kind), ['graph-terminated']);
+  assert.match(await tgs('graph', 'why', g.taskGraphId), new RegExp(`terminated .*\\n.*graph-terminated\\n.*tgs graph resume ${g.taskGraphId}`));
+  const listed = await stack.root.request<{ taskGraphs: { status: { taskGraphId: string } }[] }>('scheduler', 'GET', '/task-graphs?state=terminated');
+  assert.ok(listed.taskGraphs.some((t) => t.status.taskGraphId === g.taskGraphId), 'listed by state terminated');
+  // the held task completes while nobody drives the graph: its resolution reaches no workflow
+  release(g.id('held'));
+  await waitTask(g.id('held'), 'completed');
+  const printed = await tgs('graph', 'resume', g.taskGraphId);
+  assert.match(printed, /resumed: it is running/);
+  await waitState(g.taskGraphId, 'finished');
+  for (const label of g.labels) assert.equal(runsByTask.get(g.id(label)), 1, `${label} ran once`);
+  // resumed again: refused, the graph is finished
+  await assert.rejects(stack.root.request('scheduler', 'POST', `/task-graph/${g.taskGraphId}/resume`), (err: Error & { status?: number }) => err.status === 409);
+});
+
+test('a graph resumed while a task runs: the task resolves into the new run and the graph finishes, each task run once', async () => {
+  const g = await submit(graphOf({ held: { payload: { hold: true } }, after: { requires: ['held'] } }));
+  const running = await watch(g.taskGraphId, 'task-graph-running');
+  await waitTask(g.id('held'), 'running');
+  await temporal('workflow', 'terminate', '--workflow-id', workflowIdFor(g.taskGraphId), '--reason', 'test');
+  await waitState(g.taskGraphId, 'terminated');
+  await stack.root.request('scheduler', 'POST', `/task-graph/${g.taskGraphId}/resume`);
+  await eventually(async () => (await describe(g.taskGraphId)).status.name === 'RUNNING', 'the new run');
+  release(g.id('held'));
+  await waitState(g.taskGraphId, 'finished');
+  assert.equal(runsByTask.get(g.id('held')), 1);
+  assert.equal(runsByTask.get(g.id('after')), 1);
+  // the resumed run's running message has an id of its own
+  await eventually(async () => running.length === 2, 'two running messages');
+  assert.deepEqual(running.map((m) => m.messageId), [`${g.taskGraphId}/task-graph-running/0`, `${g.taskGraphId}/task-graph-running/1.0`]);
+});
+
+test('resume is refused for a canceled graph', async () => {
+  const g = await submit(graphOf({ held: { payload: { hold: true } } }));
+  await waitTask(g.id('held'), 'running');
+  await stack.root.request('scheduler', 'POST', `/task-graph/${g.taskGraphId}/cancel`);
+  await assert.rejects(stack.root.request('scheduler', 'POST', `/task-graph/${g.taskGraphId}/resume`), (err: Error & { status?: number }) => err.status === 409 && /canceled/.test(err.message));
+  release(g.id('held'));
+});

@@ -10,6 +10,7 @@ import { extendTaskGraph } from '../extendTaskGraph.js';
 import { getGraph, requireGraph } from '../graphStore.js';
 import { findMemberTaskId } from '../graphReads.js';
 import { signalGraphExtended } from '../graphGroup.js';
+import { resumeGraph } from '../resumeGraph.js';
 import type { ApiDeps } from '../../api/deps.js';
 import { graphStatus, graphTasksReply, statusResponseSchema, taskGraphResponseSchema } from './shapes.js';
 
@@ -115,5 +116,25 @@ export const cancelEndpoint = declare({
       await new Promise((r) => setTimeout(r, 100));
     }
     return { status: { ...graphStatus(row), state: 'canceled' as const } };
+  },
+});
+
+export const resumeEndpoint = declare({
+  service: 'scheduler',
+  name: 'resumeTaskGraph',
+  title: 'Resume Task-Graph (tgs extension)',
+  description: [
+    'Start the workflow of a `terminated` graph again (its workflow was terminated, timed out or failed before the graph',
+    'ended; or a running or blocked graph whose workflow is closed), from what the queue and the graph\'s tables hold:',
+    'completed tasks do not run again, live ones are awaited, failed ones with reruns left are rerun. The graph is',
+    '`running` again. 409 while its workflow runs, and for a finished or canceled graph.',
+  ].join(' '),
+  method: 'post',
+  route: '/task-graph/<taskGraphId>/resume',
+  scopes: 'scheduler:resume-task-graph:<taskGraphId>',
+  output: statusResponseSchema,
+  async handler({ params, deps, auth }) {
+    const row = await resumeGraph(deps, params.taskGraphId, auth.clientId ?? 'an anonymous caller');
+    return { status: graphStatus(row) };
   },
 });
