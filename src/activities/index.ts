@@ -122,9 +122,15 @@ export function createActivities(deps: ActivityDeps): Activities {
           const rows = await latestRuns(client, reruns.map((r) => r.taskId), { forUpdate: true });
           const latest = new Map(rows.map((r) => [r.task_id, r]));
           const now = new Date();
+          // a canceled graph reruns nothing (a reset run of its workflow may replay a rerun from before the cancel)
+          const canceled = (await getGraph(client, taskGraphId))?.state === 'canceled';
           const due = reruns.filter((r) => {
             const row = latest.get(r.taskId);
             if (row === undefined || row.run_id !== r.expectedRunId || row.state === null || !isResolved(row.state)) return false;
+            if (canceled) {
+              refused.push({ taskId: r.taskId, state: row.state, reason: 'the task-graph is canceled' });
+              return false;
+            }
             // The queue would skip these silently; the workflow must hear it, or the node would wait forever.
             const reason = rerunRefusal({ ...row, runCount: row.run_id + 1 }, now, { automatic: r.rerunsLeft !== undefined });
             if (reason) refused.push({ taskId: r.taskId, state: row.state, reason });
@@ -160,6 +166,11 @@ export function createActivities(deps: ActivityDeps): Activities {
         if (!row) throw ApplicationFailure.nonRetryable(`task-graph ${taskGraphId} vanished`, INVALID_TASK_GRAPH);
         if (event.state === 'finished' && row.node_count > event.knownNodeCount) {
           return { published: false, nodeCount: row.node_count };
+        }
+        if ((row.state === 'finished' || row.state === 'canceled') && event.state !== row.state) {
+          // An ended graph stays ended: a reset run of its workflow replays states the graph already left
+          // (docs/temporal.md § What Temporal's own operations do to a graph). Nothing is written; the run hears it.
+          return { published: true, nodeCount: row.node_count, ended: row.state };
         }
         await recordGraphState(client, taskGraphId, event.state, event.blockedBy, event.reason);
         if (row.origin === 'graph') {

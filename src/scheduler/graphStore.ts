@@ -192,7 +192,9 @@ export async function setRerunsLeft(db: Queryable, taskGraphId: string, nodes: {
 export async function recordGraphState(db: Queryable, taskGraphId: string, state: GraphState, blockedBy: string[], reason?: string): Promise<void> {
   await db.query(
     // workflow_started: the sweep that starts missing workflows (src/scheduler/missingWorkflows.ts) skips it now
-    'UPDATE task_graphs SET state = $2, blocked_by = $3, state_reason = $4, workflow_started = true, updated = now() WHERE task_graph_id = $1',
+    // a state announced again without a reason (a reset run ending a canceled graph once more) keeps who ended it
+    `UPDATE task_graphs SET state = $2, blocked_by = $3, state_reason = COALESCE($4, CASE WHEN state = $2 THEN state_reason END),
+       workflow_started = true, updated = now() WHERE task_graph_id = $1`,
     [taskGraphId, state, blockedBy.slice(0, 1000), reason?.slice(0, 2000) ?? null],
   );
 }

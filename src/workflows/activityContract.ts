@@ -68,4 +68,6 @@ export interface CancelRequestOrigin {
 export interface PublishResult {
   published: boolean;
   nodeCount: number;
+  /** the graph had already ended so (a reset run of its workflow): nothing was written */
+  ended?: 'finished' | 'canceled';
 }

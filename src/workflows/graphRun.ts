@@ -468,6 +468,12 @@ export class GraphRun {
       knownNodeCount: this.model.size,
       ...(reason !== undefined ? { reason } : {}),
     });
+    if (result.ended === 'canceled' && !this.model.canceled) {
+      // a reset run of a canceled graph's workflow: the graph stays canceled (its tasks were canceled), and the run ends
+      this.model.canceled = true;
+      this.cancelRequested = true;
+      this.dirty = true;
+    }
     if (result.published) {
       this.messageSeq[kind] = seq + 1;
       this.publishedState = state;
