@@ -17,6 +17,9 @@ export class FakeGraph {
   /** queue states reported by reconcile: taskId → resolution */
   queueResolutions = new Map<string, Resolution>();
   nodeCount = 0;
+  /** loadNodes calls so far; while loadGate is set, each waits for it (a load the test holds) */
+  loadCalls = 0;
+  loadGate: Promise<void> | undefined;
   private waiters: (() => void)[] = [];
 
   constructor(readonly taskGraphId: string, specs: NodeSpec[]) {
@@ -106,6 +109,9 @@ function makeFakeActivities(self: FakeGraph): Activities {
       return { taskGraphId, schedulerId: 'test-scheduler', routing: 'r', nodeCount: self.pages[0].taskIds.length / 22, state: 'running' };
     },
     async loadNodes(_id: string, fromIdx: number, limit: number, withQueueState: boolean): Promise<NodePage> {
+      self.loadCalls++;
+      self.notify();
+      if (self.loadGate) await self.loadGate;
       const page = slice(fromIdx, limit);
       return withQueueState ? page : { ...page, queueStates: undefined, latestRuns: undefined };
     },

@@ -348,3 +348,26 @@ test('a Temporal cancellation of the workflow ends the graph as the cancel signa
   const { events } = await g.handle.fetchHistory();
   assert.equal((events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length, 0, 'no workflow task failed');
 });
+
+test('a Temporal cancellation while the graph loads: the load is finished, then every task is canceled and canceled published', async () => {
+  const taskGraphId = slugid.nice();
+  const graph = new FakeGraph(taskGraphId, [{ label: 'a' }, { label: 'b', requires: ['a'] }]);
+  let open!: () => void;
+  graph.loadGate = new Promise<void>((resolve) => (open = resolve));
+  graphs.set(taskGraphId, graph);
+  const handle = await env.client.workflow.start<TaskGraphWorkflow>(WORKFLOW_TYPE, {
+    taskQueue: env.taskQueue,
+    workflowId: workflowIdFor(taskGraphId),
+    args: [{ taskGraphId } satisfies TaskGraphInput],
+  });
+  await graph.until(() => graph.loadCalls > 0, 'the load asked for');
+  await handle.cancel();
+  await new Promise((r) => setTimeout(r, 300));
+  open();
+  await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure);
+  assert.deepEqual(new Set(graph.canceled), new Set([graph.id('a'), graph.id('b')]));
+  assert.deepEqual(graph.published.map((p) => `${p.kind}#${p.seq}:${p.state}`), ['task-graph-canceled#0:canceled']);
+  assert.equal(graph.dispatched.length, 0, 'nothing dispatched');
+  const { events } = await handle.fetchHistory();
+  await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, { events }, handle.workflowId);
+});
