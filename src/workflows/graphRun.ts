@@ -200,19 +200,24 @@ export class GraphRun {
   /** Step 2: the handlers. Signals that arrived while loading are applied now, to the loaded model. */
   listen(): void {
     this.listening = true;
+    // A signal's argument is whatever its sender wrote (`temporal workflow signal --input`): one of the wrong shape is
+    // refused (recorded in status.refused), never thrown, so no workflow task fails on it.
     wf.setHandler(resolutionsSignal, (items) => {
+      if (!Array.isArray(items)) return this.refuseSignal(resolutionsSignal.name, 'a list of {taskId, runId, state}');
       this.lastHeard = Date.now();
       this.retryRefusedSchedules();
-      for (const r of items) this.model.applyResolution(r.taskId, r.runId, r.state);
+      for (const r of items) if (r !== null && typeof r === 'object') this.model.applyResolution(r.taskId, r.runId, r.state);
       this.dirty = true;
     });
-    wf.setHandler(extendedSignal, ({ nodeCount }) => {
-      this.wantedNodeCount = Math.max(this.wantedNodeCount, nodeCount);
+    wf.setHandler(extendedSignal, (req) => {
+      if (typeof req?.nodeCount !== 'number') return this.refuseSignal(extendedSignal.name, '{nodeCount}');
+      this.wantedNodeCount = Math.max(this.wantedNodeCount, req.nodeCount);
       this.extendedPending = true;
       this.dirty = true;
     });
-    wf.setHandler(tasksDefinedSignal, ({ taskIds }) => {
-      for (const id of taskIds) if (!this.model.index.has(id)) this.joinQueue.push(id);
+    wf.setHandler(tasksDefinedSignal, (req) => {
+      if (!Array.isArray(req?.taskIds)) return this.refuseSignal(tasksDefinedSignal.name, '{taskIds}');
+      for (const id of req.taskIds) if (typeof id === 'string' && !this.model.index.has(id)) this.joinQueue.push(id);
       this.dirty = true;
     });
     wf.setHandler(rerunSignal, (req) => {
@@ -242,6 +247,11 @@ export class GraphRun {
     wf.setHandler(statusQuery, () => this.status());
     wf.setHandler(explainQuery, (req) => explainModel(this.model, this.labels, Math.min(Math.max(1, req?.limit ?? 1000), 20_000)));
     wf.setHandler(taskQuery, (req) => this.task(req ?? {}));
+  }
+
+  private refuseSignal(name: string, wanted: string): void {
+    this.refusals.add(`signal ${name} refused: its argument is not ${wanted}`);
+    wf.log.warn('signal of the wrong shape refused', { signal: name });
   }
 
   private nodeOf(req: TaskRef): number | undefined {

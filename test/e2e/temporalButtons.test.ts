@@ -8,7 +8,7 @@ import { eventually } from '../../support/stack.js';
 import type { ClaimedTask } from '../../support/fastWorker.js';
 import { graphOf } from '../../support/graphs.js';
 import { findTemporalCli } from '../../src/temporal/devServer.js';
-import { workflowIdFor } from '../../src/workflows/contract.js';
+import { statusQuery, workflowIdFor } from '../../src/workflows/contract.js';
 import type { GraphExplanation } from '../../src/scheduler/explainGraph.js';
 import { useStack } from '../helpers/stackFixture.js';
 
@@ -305,4 +305,27 @@ test('a reset of a canceled graph to before its cancel: the graph stays canceled
   assert.equal(runsByTask.get(g.id('flaky')), 1, 'flaky not rerun');
   assert.equal(runsByTask.get(g.id('after')), undefined, 'after never ran');
   assert.equal(runsByTask.get(g.id('done')), 1);
+});
+
+test('signals of the wrong shape from the stock CLI are refused, never fail a workflow task; the graph goes on', async () => {
+  const g = await submit(graphOf({ held: { payload: { hold: true } }, after: { requires: ['held'] } }));
+  await waitTask(g.id('held'), 'running');
+  const signal = (name: string, input?: string) =>
+    temporal('workflow', 'signal', '--workflow-id', workflowIdFor(g.taskGraphId), '--name', name, ...(input === undefined ? [] : ['--input', input]));
+  await signal('resolutions', '{"not": "a list"}');
+  await signal('resolutions', '[null, 7]');
+  await signal('extended');
+  await signal('tasksDefined', '"nope"');
+  await signal('rerun', '42');
+  const handle = stack.client.workflow.getHandle(workflowIdFor(g.taskGraphId));
+  const refused = await eventually(async () => {
+    const r = (await handle.query(statusQuery)).refused;
+    return r.length >= 4 ? r : undefined;
+  }, 'the refusals');
+  assert.ok(refused.some((r) => /signal resolutions refused/.test(r)), JSON.stringify(refused));
+  assert.ok(refused.some((r) => /signal extended refused/.test(r)), JSON.stringify(refused));
+  assert.ok(refused.some((r) => /signal tasksDefined refused/.test(r)), JSON.stringify(refused));
+  release(g.id('held'));
+  await waitState(g.taskGraphId, 'finished');
+  assert.equal(await failedWorkflowTasks(g.taskGraphId), 0, 'no workflow task failed');
 });
