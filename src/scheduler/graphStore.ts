@@ -18,9 +18,9 @@ export interface GraphRow {
   node_count: number;
   task_count: number;
   blocked_by: string[];
-  /** who ended the graph and why (canceled, terminated); null otherwise (migration 031) */
+  /** who ended the graph and why (canceled, terminated); null otherwise (migration 032) */
   state_reason: string | null;
-  /** how many times the graph's workflow was started again after it closed (migration 032) */
+  /** how many times the graph's workflow was started again after it closed (migration 033) */
   resumes: number;
   created: Date;
   updated: Date;

@@ -62,7 +62,7 @@ export async function resumeGraph(
       }
       throw new TgsError('ServiceUnavailable', `task-graph ${taskGraphId}: its workflow could not start again (${(err as Error).message}); retry`);
     }
-    // The new run announces running itself (its messages numbered under the new count of resumes, migration 032).
+    // The new run announces running itself (its messages numbered under the new count of resumes, migration 033).
     const { rows } = await db.query<GraphRow>(
       `UPDATE task_graphs SET state = 'running', state_reason = $2, resumes = resumes + 1, workflow_started = true, updated = now()
        WHERE task_graph_id = $1 RETURNING *`,
