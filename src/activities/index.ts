@@ -22,6 +22,7 @@ import { observeHops } from '../observability/hops.js';
 import { withHeartbeat } from './heartbeat.js';
 import { resolveReadyFromCache } from '../taskCache/dispatch.js';
 import { hookActivities } from './hooks.js';
+import { cancelRequestOf } from './workflowHistory.js';
 import type { Activities, DispatchResult, PublishResult, RefusedRerun } from '../workflows/activityContract.js';
 
 export type { Activities, DispatchResult, PublishResult, RefusedRerun } from '../workflows/activityContract.js';
@@ -121,9 +122,15 @@ export function createActivities(deps: ActivityDeps): Activities {
           const rows = await latestRuns(client, reruns.map((r) => r.taskId), { forUpdate: true });
           const latest = new Map(rows.map((r) => [r.task_id, r]));
           const now = new Date();
+          // a canceled graph reruns nothing (a reset run of its workflow may replay a rerun from before the cancel)
+          const canceled = (await getGraph(client, taskGraphId))?.state === 'canceled';
           const due = reruns.filter((r) => {
             const row = latest.get(r.taskId);
             if (row === undefined || row.run_id !== r.expectedRunId || row.state === null || !isResolved(row.state)) return false;
+            if (canceled) {
+              refused.push({ taskId: r.taskId, state: row.state, reason: 'the task-graph is canceled' });
+              return false;
+            }
             // The queue would skip these silently; the workflow must hear it, or the node would wait forever.
             const reason = rerunRefusal({ ...row, runCount: row.run_id + 1 }, now, { automatic: r.rerunsLeft !== undefined });
             if (reason) refused.push({ taskId: r.taskId, state: row.state, reason });
@@ -152,7 +159,7 @@ export function createActivities(deps: ActivityDeps): Activities {
      */
     async publishGraphEvent(
       taskGraphId: string,
-      event: { kind: string; seq: number; state: GraphState; blockedBy: string[]; knownNodeCount: number },
+      event: { kind: string; seq: number; state: GraphState; blockedBy: string[]; knownNodeCount: number; reason?: string },
     ): Promise<PublishResult> {
       return withTransaction(pool, async (client) => {
         const row = await getGraph(client, taskGraphId, true);
@@ -160,11 +167,16 @@ export function createActivities(deps: ActivityDeps): Activities {
         if (event.state === 'finished' && row.node_count > event.knownNodeCount) {
           return { published: false, nodeCount: row.node_count };
         }
-        await recordGraphState(client, taskGraphId, event.state, event.blockedBy);
+        if ((row.state === 'finished' || row.state === 'canceled') && event.state !== row.state) {
+          // An ended graph stays ended: a reset run of its workflow replays states the graph already left
+          // (docs/temporal.md § What Temporal's own operations do to a graph). Nothing is written; the run hears it.
+          return { published: true, nodeCount: row.node_count, ended: row.state };
+        }
+        await recordGraphState(client, taskGraphId, event.state, event.blockedBy, event.reason);
         if (row.origin === 'graph') {
           const message = graphMessage(
             config,
-            { taskGraphId, schedulerId: row.scheduler_id, routing: row.routing, state: event.state, taskCount: row.task_count },
+            { taskGraphId, schedulerId: row.scheduler_id, routing: row.routing, state: event.state, taskCount: row.task_count, resumes: row.resumes },
             event.kind as SchedulerExchange,
             event.seq,
             event.blockedBy,
@@ -185,6 +197,8 @@ export function createActivities(deps: ActivityDeps): Activities {
         });
       }
     },
+
+    cancelRequestOf,
 
     /** What the queue knows about tasks the workflow has not heard from: lost messages are recovered here. */
     async reconcile(taskGraphId: string, taskIds: string[]): Promise<{ resolutions: Resolution[]; nodeCount: number }> {

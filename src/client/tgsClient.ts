@@ -66,6 +66,8 @@ export interface GraphInfo {
   counts: Partial<Record<TaskState, number>>;
   /** taskIds of the failed tasks that block the graph */
   blockedBy: string[];
+  /** who ended the graph and why (canceled, terminated) */
+  stateReason?: string;
   created: string;
   updated: string;
   workflowId: string;
@@ -108,18 +110,24 @@ export interface WaitOptions {
 }
 
 /**
- * waitForGraph's rejection when the graph is blocked or canceled: the state, the graph's info and the
+ * waitForGraph's rejection when the graph is blocked, canceled or terminated (its workflow closed early): the state, the graph's info and the
  * tasks that block it (failed or exception, with their labels).
  */
 export class GraphNotFinishedError extends Error {
   constructor(
     readonly taskGraphId: string,
-    readonly state: 'blocked' | 'canceled',
+    readonly state: 'blocked' | 'canceled' | 'terminated',
     readonly info: GraphInfo,
     readonly blocking: GraphTask[],
   ) {
     const names = blocking.map((t) => `${t.label} (${t.taskId}, ${t.state})`).join(', ');
-    super(state === 'blocked' ? `task-graph ${taskGraphId} is blocked by ${names || 'a failed task'}` : `task-graph ${taskGraphId} was canceled`);
+    super(
+      state === 'blocked'
+        ? `task-graph ${taskGraphId} is blocked by ${names || 'a failed task'}`
+        : state === 'terminated'
+          ? `task-graph ${taskGraphId} is terminated (its workflow ended before it did${info.stateReason ? `: ${info.stateReason}` : ''}); resume it with tgs graph resume ${taskGraphId}`
+          : `task-graph ${taskGraphId} was canceled`,
+    );
     this.name = 'GraphNotFinishedError';
   }
 }
@@ -240,7 +248,7 @@ export class TgsClient {
       await options.onProgress?.(info);
       const state = info.status.state;
       if (state === 'finished') return info;
-      if (state === 'blocked' || state === 'canceled') {
+      if (state === 'blocked' || state === 'canceled' || state === 'terminated') {
         throw new GraphNotFinishedError(taskGraphId, state, info, await this.blockingTasks(taskGraphId, info));
       }
       await sleep(interval, options.signal);
@@ -260,6 +268,14 @@ export class TgsClient {
    */
   rerun(taskGraphId: string, taskIdOrLabel: string, options: Pick<RerunRequest, 'resetDependents'> = {}): Promise<RerunAccepted & { accepted: true }> {
     return this.scheduler('POST', `/task-graph/${enc(taskGraphId)}/rerun/${enc(taskIdOrLabel)}`, { resetDependents: options.resetDependents ?? false });
+  }
+
+  /**
+   * Starts the workflow of a graph whose workflow closed before the graph ended (terminated) again, from what the queue
+   * and the graph's tables hold: completed tasks do not run again. 409 while its workflow runs, or once the graph ended.
+   */
+  async resume(taskGraphId: string): Promise<GraphStatus> {
+    return (await this.scheduler<{ status: GraphStatus }>('POST', `/task-graph/${enc(taskGraphId)}/resume`)).status;
   }
 
   /** Cancels every unresolved task of the graph; the graph becomes canceled. */

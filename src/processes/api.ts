@@ -22,6 +22,7 @@ import { ClaimWaiter } from '../queue/claimWaiter.js';
 import { stallSweep } from '../queue/stalls.js';
 import { startSweeps } from '../queue/sweeps.js';
 import { startMissingWorkflows } from '../scheduler/missingWorkflows.js';
+import { closedWorkflowSweep } from '../scheduler/closedWorkflows.js';
 import { graphTaskGroups } from '../scheduler/graphGroup.js';
 import { GroupAnnouncer } from '../queue/groupAnnouncer.js';
 import { WorkerRecorder } from '../queue/workers.js';
@@ -73,6 +74,7 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
   const deps: ApiDeps = { config, pool, clients, issuer, temporal, claimWaiter, groupAnnouncer, roles, workers, workerStreams, taskGroups };
   const sweeps = startSweeps(pool, config, logLine, [
     ['missing workflows', () => startMissingWorkflows(pool, config, temporal)],
+    ['closed workflows', closedWorkflowSweep(pool, temporal)],
     ['index expiry', () => expireIndex(pool)],
     ['stalled tasks', stallSweep(pool, config, () => workers.flush())],
     ['hook schedules', hookScheduleSweep(pool, config, temporal, infoLine ?? logLine)],

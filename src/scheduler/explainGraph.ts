@@ -10,7 +10,7 @@ import type { GraphRow } from './graphStore.js';
  * one cause). The kinds are the per-task explanation's (src/queue/explainTask.ts), for what explains many tasks.
  */
 export interface RootCause {
-  kind: 'dependency-failed' | 'no-workers' | 'workers-busy' | 'quarantined' | 'dependency' | 'inconsistent' | 'graph-canceled';
+  kind: 'dependency-failed' | 'no-workers' | 'workers-busy' | 'quarantined' | 'dependency' | 'inconsistent' | 'graph-canceled' | 'graph-terminated';
   taskId?: string;
   label?: string;
   taskQueueId?: string;
@@ -36,6 +36,8 @@ export interface GraphExplanation {
   workflow: 'answered' | 'unavailable';
   /** the call found tasks the model should have scheduled, and asked the workflow to reconcile */
   reconciling: boolean;
+  /** who ended the graph and why (canceled, terminated), as recorded with its state */
+  stateReason?: string;
 }
 
 /**
@@ -51,7 +53,13 @@ export async function explainGraph(
   model: ExplainQueryResult | undefined,
   options: { now: Date; claimWorkWaitMs: number; limit: number; inconsistentAfterMs: number },
 ): Promise<GraphExplanation> {
-  const base = { taskGraphId: row.task_graph_id, asOf: options.now.toISOString(), workflow: model ? ('answered' as const) : ('unavailable' as const) };
+  const base = {
+    taskGraphId: row.task_graph_id,
+    asOf: options.now.toISOString(),
+    workflow: model ? ('answered' as const) : ('unavailable' as const),
+    ...(row.state_reason ? { stateReason: row.state_reason } : {}),
+  };
+  const why = row.state_reason ? ` (${row.state_reason})` : '';
   // A graph's members are its task group's tasks: an index-only count over tasks_group_unresolved (migration 019). The
   // same count as a join of graph_nodes and tasks took most of a 300,000-task graph's 2-5 s explanation.
   const { rows: counts } = await db.query<{ count: number }>(
@@ -59,12 +67,25 @@ export async function explainGraph(
     [row.task_graph_id],
   );
   const unresolved = counts[0].count;
-  if (row.state === 'finished' || unresolved === 0) {
+  if (row.state === 'finished' || (unresolved === 0 && row.state !== 'canceled' && row.state !== 'terminated')) {
     return { ...base, state: row.state as GraphState, summary: `${row.state}: nothing to wait for`, unresolved, rootCauses: [], omittedRootCauses: 0, reconciling: false };
   }
   if (row.state === 'canceled') {
     const cause: RootCause = { kind: 'graph-canceled', count: unresolved, action: 'nothing: the graph was canceled; its remaining tasks are being canceled' };
-    return { ...base, state: 'canceled', summary: `canceled: ${unresolved} task(s) left to cancel`, unresolved, rootCauses: [cause], omittedRootCauses: 0, reconciling: false };
+    const summary = unresolved === 0 ? `canceled${why}: nothing to wait for` : `canceled${why}: ${unresolved} task(s) left to cancel`;
+    return { ...base, state: 'canceled', summary, unresolved, rootCauses: unresolved === 0 ? [] : [cause], omittedRootCauses: 0, reconciling: false };
+  }
+
+  if (row.state === 'terminated') {
+    // its workflow closed before the graph ended (src/scheduler/closedWorkflows.ts): nothing moves until it is resumed
+    const id = row.task_graph_id;
+    const cause: RootCause = {
+      kind: 'graph-terminated',
+      count: unresolved,
+      action: `resume it: tgs graph resume ${id} (POST /api/scheduler/v1/task-graph/${id}/resume); its completed tasks do not run again`,
+    };
+    const summary = `terminated${why}: its workflow ended before the graph did; ${unresolved} task(s) unresolved, left as they are until it is resumed`;
+    return { ...base, state: 'terminated', summary, unresolved, rootCauses: [cause], omittedRootCauses: 0, reconciling: false };
   }
 
   const causes: RootCause[] = [];

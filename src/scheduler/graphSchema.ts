@@ -98,7 +98,7 @@ export interface GraphNodeInput {
 const statusProperties = {
   schedulerId: { type: 'string' },
   taskGraphId: { type: 'string' },
-  state: { enum: ['running', 'blocked', 'finished', 'canceled'] },
+  state: { enum: ['running', 'blocked', 'finished', 'canceled', 'terminated'] },
   routing: { type: 'string' },
 };
 

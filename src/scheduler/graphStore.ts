@@ -18,6 +18,10 @@ export interface GraphRow {
   node_count: number;
   task_count: number;
   blocked_by: string[];
+  /** who ended the graph and why (canceled, terminated); null otherwise (migration 032) */
+  state_reason: string | null;
+  /** how many times the graph's workflow was started again after it closed (migration 033) */
+  resumes: number;
   created: Date;
   updated: Date;
 }
@@ -184,12 +188,14 @@ export async function setRerunsLeft(db: Queryable, taskGraphId: string, nodes: {
   );
 }
 
-/** Records the state the graph's workflow published (and the first 1000 tasks blocking it). */
-export async function recordGraphState(db: Queryable, taskGraphId: string, state: GraphState, blockedBy: string[]): Promise<void> {
+/** Records the state the graph's workflow published (and the first 1000 tasks blocking it, and who ended it). */
+export async function recordGraphState(db: Queryable, taskGraphId: string, state: GraphState, blockedBy: string[], reason?: string): Promise<void> {
   await db.query(
     // workflow_started: the sweep that starts missing workflows (src/scheduler/missingWorkflows.ts) skips it now
-    'UPDATE task_graphs SET state = $2, blocked_by = $3, workflow_started = true, updated = now() WHERE task_graph_id = $1',
-    [taskGraphId, state, blockedBy.slice(0, 1000)],
+    // a state announced again without a reason (a reset run ending a canceled graph once more) keeps who ended it
+    `UPDATE task_graphs SET state = $2, blocked_by = $3, state_reason = COALESCE($4, CASE WHEN state = $2 THEN state_reason END),
+       workflow_started = true, updated = now() WHERE task_graph_id = $1`,
+    [taskGraphId, state, blockedBy.slice(0, 1000), reason?.slice(0, 2000) ?? null],
   );
 }
 

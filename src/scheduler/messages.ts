@@ -22,7 +22,7 @@ export const graphMessageSchema = {
 
 export function graphMessage(
   config: Config,
-  graph: { taskGraphId: string; schedulerId: string; routing: string; state: GraphState; taskCount: number },
+  graph: { taskGraphId: string; schedulerId: string; routing: string; state: GraphState; taskCount: number; resumes?: number },
   exchange: SchedulerExchange,
   seq: number,
   blockedBy: string[],
@@ -38,7 +38,8 @@ export function graphMessage(
     exchange: schedulerExchangeName(config.exchangePrefix, exchange),
     routingKey: graphRoutingKey(graph.schedulerId, graph.taskGraphId, graph.routing),
     payload,
-    // The workflow numbers each exchange's messages, so a retried activity repeats the same id.
-    messageId: `${graph.taskGraphId}/${exchange}/${seq}`,
+    // The workflow numbers each exchange's messages, so a retried activity repeats the same id; a resumed graph's
+    // workflow numbers them anew, under the count of resumes (docs/formats.md § Scheduler exchanges).
+    messageId: `${graph.taskGraphId}/${exchange}/${graph.resumes ? `${graph.resumes}.` : ''}${seq}`,
   };
 }

@@ -30,6 +30,7 @@ export const GRAPH_STATE_COLORS: Record<string, string> = {
   blocked: STATE_COLORS.failed,
   finished: STATE_COLORS.completed,
   canceled: STATE_COLORS.exception,
+  terminated: STATE_COLORS.missing,
 };
 
 /** [r, g, b] in 0..1 for each state code, for the shaders. */

@@ -25,8 +25,14 @@ export interface Activities {
   /** Records the graph state and writes its scheduler exchange message in one transaction. */
   publishGraphEvent(
     taskGraphId: string,
-    event: { kind: string; seq: number; state: GraphState; blockedBy: string[]; knownNodeCount: number },
+    event: { kind: string; seq: number; state: GraphState; blockedBy: string[]; knownNodeCount: number; reason?: string },
   ): Promise<PublishResult>;
+  /**
+   * Who asked Temporal to cancel this run of the graph's workflow, and why: the identity and reason of its
+   * WorkflowExecutionCancelRequested event, read from the run's history (the workflow SDK does not hand them to the
+   * workflow). Best effort: empty when the history cannot be read.
+   */
+  cancelRequestOf(taskGraphId: string, runId: string): Promise<CancelRequestOrigin>;
   /** Cancels unresolved member tasks of the graph; other taskIds (a forged activity input) are ignored. */
   cancelTasks(taskGraphId: string, taskIds: string[]): Promise<void>;
   /** What the queue knows about tasks the workflow has not heard from: lost messages are recovered here. */
@@ -54,7 +60,14 @@ export interface RefusedRerun {
   reason: string;
 }
 
+export interface CancelRequestOrigin {
+  identity?: string;
+  reason?: string;
+}
+
 export interface PublishResult {
   published: boolean;
   nodeCount: number;
+  /** the graph had already ended so (a reset run of its workflow): nothing was written */
+  ended?: 'finished' | 'canceled';
 }

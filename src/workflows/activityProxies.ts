@@ -20,3 +20,9 @@ export const hot = (summary: string) =>
     retry: { initialInterval: '100ms', maximumInterval: '10s' },
     summary,
   });
+
+// Reading a cancellation's origin from the workflow's history (cancelRequestOf): a courtesy, so a few tries at most.
+export const lookup = wf.proxyActivities<Activities>({
+  startToCloseTimeout: '20 seconds',
+  retry: { initialInterval: '500ms', maximumAttempts: 3 },
+});

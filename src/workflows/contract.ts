@@ -27,7 +27,11 @@ export const SEARCH_ATTRIBUTES = {
   schedulerId: { name: 'TaskGraphSchedulerId', type: 'KEYWORD' },
 } as const satisfies Record<string, KeywordKey>;
 
-export type GraphState = 'running' | 'blocked' | 'finished' | 'canceled';
+/**
+ * `terminated` is never the workflow's own: the API's sweep marks a graph so when its workflow closed before the graph
+ * ended (src/scheduler/closedWorkflows.ts), and a resume starts the workflow again.
+ */
+export type GraphState = 'running' | 'blocked' | 'finished' | 'canceled' | 'terminated';
 /** The queue's task state (src/taskStates.ts). */
 export type QueueTaskState = TaskState;
 

@@ -4,7 +4,7 @@
  */
 import * as wf from '@temporalio/workflow';
 import type { DispatchResult, PublishResult } from './activityContract.js';
-import { bulk, hot } from './activityProxies.js';
+import { bulk, hot, lookup } from './activityProxies.js';
 import { shouldContinueAsNew } from './continueAsNew.js';
 import {
   cancelSignal,
@@ -102,6 +102,8 @@ export class GraphRun {
   private extendedPending = false;
   private readonly joinQueue: string[] = [];
   private cancelRequested = false;
+  /** who asked for the cancellation and why, as the `cancel` signal said (recorded with the canceled state) */
+  private cancelReason: string | undefined;
   private reconcileDue = false;
   private lastHeard = 0;
   private dirty = true;
@@ -116,6 +118,9 @@ export class GraphRun {
   private readonly pagesTogether: boolean;
   /** when this run first could have continued as new with tasks still live in the queue (quietEnoughToContinue) */
   private quietWaitFrom: number | undefined;
+  /** load() and listen() done: a Temporal cancellation that came sooner finishes them first (endCanceledByTemporal) */
+  private loaded = false;
+  private listening = false;
 
   constructor(taskGraphId: string, input: TaskGraphInput, meta: GraphMeta) {
     this.taskGraphId = taskGraphId;
@@ -145,6 +150,7 @@ export class GraphRun {
     this.model.canceled = this.carried?.canceled ?? false;
     this.cancelRequested = this.model.canceled;
     this.lastHeard = Date.now();
+    this.loaded = true;
   }
 
   private async loadNodesUpTo(count: number): Promise<void> {
@@ -193,19 +199,25 @@ export class GraphRun {
 
   /** Step 2: the handlers. Signals that arrived while loading are applied now, to the loaded model. */
   listen(): void {
+    this.listening = true;
+    // A signal's argument is whatever its sender wrote (`temporal workflow signal --input`): one of the wrong shape is
+    // refused (recorded in status.refused), never thrown, so no workflow task fails on it.
     wf.setHandler(resolutionsSignal, (items) => {
+      if (!Array.isArray(items)) return this.refuseSignal(resolutionsSignal.name, 'a list of {taskId, runId, state}');
       this.lastHeard = Date.now();
       this.retryRefusedSchedules();
-      for (const r of items) this.model.applyResolution(r.taskId, r.runId, r.state);
+      for (const r of items) if (r !== null && typeof r === 'object') this.model.applyResolution(r.taskId, r.runId, r.state);
       this.dirty = true;
     });
-    wf.setHandler(extendedSignal, ({ nodeCount }) => {
-      this.wantedNodeCount = Math.max(this.wantedNodeCount, nodeCount);
+    wf.setHandler(extendedSignal, (req) => {
+      if (typeof req?.nodeCount !== 'number') return this.refuseSignal(extendedSignal.name, '{nodeCount}');
+      this.wantedNodeCount = Math.max(this.wantedNodeCount, req.nodeCount);
       this.extendedPending = true;
       this.dirty = true;
     });
-    wf.setHandler(tasksDefinedSignal, ({ taskIds }) => {
-      for (const id of taskIds) if (!this.model.index.has(id)) this.joinQueue.push(id);
+    wf.setHandler(tasksDefinedSignal, (req) => {
+      if (!Array.isArray(req?.taskIds)) return this.refuseSignal(tasksDefinedSignal.name, '{taskIds}');
+      for (const id of req.taskIds) if (typeof id === 'string' && !this.model.index.has(id)) this.joinQueue.push(id);
       this.dirty = true;
     });
     wf.setHandler(rerunSignal, (req) => {
@@ -217,7 +229,8 @@ export class GraphRun {
       }
       this.rerun(req);
     });
-    wf.setHandler(cancelSignal, () => {
+    wf.setHandler(cancelSignal, (req) => {
+      if (!this.cancelRequested && typeof req?.reason === 'string' && req.reason) this.cancelReason = req.reason.slice(0, 500);
       this.cancelRequested = true;
       this.dirty = true;
     });
@@ -234,6 +247,11 @@ export class GraphRun {
     wf.setHandler(statusQuery, () => this.status());
     wf.setHandler(explainQuery, (req) => explainModel(this.model, this.labels, Math.min(Math.max(1, req?.limit ?? 1000), 20_000)));
     wf.setHandler(taskQuery, (req) => this.task(req ?? {}));
+  }
+
+  private refuseSignal(name: string, wanted: string): void {
+    this.refusals.add(`signal ${name} refused: its argument is not ${wanted}`);
+    wf.log.warn('signal of the wrong shape refused', { signal: name });
   }
 
   private nodeOf(req: TaskRef): number | undefined {
@@ -298,7 +316,7 @@ export class GraphRun {
           this.dirty = true;
         }
       }
-    })();
+    })().catch(endsWithCancellation);
   }
 
   /** Step 5, until the graph ends or the run continues as new: act on the news, dispatch, announce changes. */
@@ -450,7 +468,7 @@ export class GraphRun {
     );
   }
 
-  private async publish(state: GraphState, kind: string): Promise<PublishResult> {
+  private async publish(state: GraphState, kind: string, reason?: string): Promise<PublishResult> {
     const seq = this.messageSeq[kind] ?? 0;
     const result = await hot(`${kind} #${seq}`).publishGraphEvent(this.taskGraphId, {
       kind,
@@ -458,7 +476,14 @@ export class GraphRun {
       state,
       blockedBy: this.model.blockedBy(),
       knownNodeCount: this.model.size,
+      ...(reason !== undefined ? { reason } : {}),
     });
+    if (result.ended === 'canceled' && !this.model.canceled) {
+      // a reset run of a canceled graph's workflow: the graph stays canceled (its tasks were canceled), and the run ends
+      this.model.canceled = true;
+      this.cancelRequested = true;
+      this.dirty = true;
+    }
     if (result.published) {
       this.messageSeq[kind] = seq + 1;
       this.publishedState = state;
@@ -475,7 +500,7 @@ export class GraphRun {
    * completion): the loop loads them and goes on.
    */
   private async end(state: 'finished' | 'canceled'): Promise<boolean> {
-    const result = await this.publish(state, state === 'finished' ? 'task-graph-finished' : 'task-graph-canceled');
+    const result = await this.publish(state, state === 'finished' ? 'task-graph-finished' : 'task-graph-canceled', state === 'canceled' ? this.cancelReason : undefined);
     if (!result.published) {
       this.wantedNodeCount = Math.max(this.wantedNodeCount, result.nodeCount);
       this.dirty = true;
@@ -484,6 +509,40 @@ export class GraphRun {
     this.showProgress();
     await wf.condition(wf.allHandlersFinished);
     return true;
+  }
+
+  /**
+   * A Temporal cancellation of the workflow (the Web UI's Cancel, `temporal workflow cancel`; TEMPORAL_CANCEL_PATCH in
+   * taskGraph.ts), called in a non-cancellable scope once the cancellation stopped the run: ends the graph as the
+   * `cancel` signal does. The structure is loaded if the cancellation came while it loaded, the dispatches in flight
+   * return (so none schedules or reruns a task after the cancel below), the unresolved members are canceled in the
+   * queue, and `canceled` is published once (its message numbered after this run's others, so a retried activity
+   * repeats its id) with who asked, read from the workflow's history. A graph the run found all completed is
+   * published finished instead, and one that already announced its end is left as it is.
+   */
+  async endCanceledByTemporal(): Promise<void> {
+    if (!this.loaded) await this.load();
+    if (!this.listening) this.listen();
+    if (this.publishedState === 'finished' || this.publishedState === 'canceled') return;
+    await wf.condition(() => this.inFlight === 0);
+    if (this.model.graphState() === 'finished' && (await this.publish('finished', 'task-graph-finished')).published) {
+      this.showProgress();
+      return;
+    }
+    this.model.canceled = true;
+    this.cancelRequested = true;
+    const ids = this.model.unresolvedMembers().map((i) => this.model.taskIds[i]);
+    await hot(`cancel ${ids.length} task(s)`).cancelTasks(this.taskGraphId, ids);
+    let origin: { identity?: string; reason?: string } = {};
+    try {
+      origin = await lookup.cancelRequestOf(this.taskGraphId, wf.workflowInfo().runId);
+    } catch (err) {
+      wf.log.warn('who canceled the workflow could not be read from its history', { error: String(err) });
+    }
+    const reason = `canceled through Temporal${origin.identity ? ` by ${origin.identity}` : ''}${origin.reason ? `: ${origin.reason}` : ''}`;
+    await this.publish('canceled', 'task-graph-canceled', this.cancelReason ?? reason.slice(0, 500));
+    this.showProgress();
+    await wf.condition(wf.allHandlersFinished);
   }
 
   /**
@@ -499,9 +558,12 @@ export class GraphRun {
     if (this.quietWaitFrom === undefined) {
       this.quietWaitFrom = Date.now();
       // wakes the loop when the wait is over, whether or not a signal does
-      void wf.sleep(this.tuning.continueQuietWaitMs).then(() => {
-        this.dirty = true;
-      });
+      void wf
+        .sleep(this.tuning.continueQuietWaitMs)
+        .then(() => {
+          this.dirty = true;
+        })
+        .catch(endsWithCancellation);
     }
     return Date.now() - this.quietWaitFrom >= this.tuning.continueQuietWaitMs;
   }
@@ -527,6 +589,11 @@ export class GraphRun {
     };
     return wf.continueAsNew<TaskGraphWorkflow>(next);
   }
+}
+
+/** A timer of the run that a Temporal cancellation stopped ends quietly (the run ends the graph: endCanceledByTemporal). */
+function endsWithCancellation(err: unknown): void {
+  if (!wf.isCancellation(err)) throw err;
 }
 
 const nameOf = (req: TaskRef) => (req.taskId !== undefined ? `task ${req.taskId}` : `label ${JSON.stringify(req.label)}`);

@@ -12,11 +12,14 @@ export class FakeGraph {
   ids = new Map<string, string>();
   labels = new Map<string, string>();
   dispatched: DispatchItem[] = [];
-  published: { kind: string; seq: number; state: string; blockedBy: string[] }[] = [];
+  published: { kind: string; seq: number; state: string; blockedBy: string[]; reason?: string }[] = [];
   canceled: string[] = [];
   /** queue states reported by reconcile: taskId → resolution */
   queueResolutions = new Map<string, Resolution>();
   nodeCount = 0;
+  /** loadNodes calls so far; while loadGate is set, each waits for it (a load the test holds) */
+  loadCalls = 0;
+  loadGate: Promise<void> | undefined;
   private waiters: (() => void)[] = [];
 
   constructor(readonly taskGraphId: string, specs: NodeSpec[]) {
@@ -85,7 +88,7 @@ export function fakeActivities(graphs: Map<string, FakeGraph>): Activities {
       if (!graph) throw new Error(`fake: unknown graph ${id}`);
       return (makeFakeActivities(graph)[name] as (...args: unknown[]) => Promise<unknown>)(id, ...rest);
     };
-  const names: (keyof Activities)[] = ['createGraph', 'loadGraph', 'loadNodes', 'joinTasks', 'dispatchTasks', 'publishGraphEvent', 'cancelTasks', 'reconcile'];
+  const names: (keyof Activities)[] = ['createGraph', 'loadGraph', 'loadNodes', 'joinTasks', 'dispatchTasks', 'publishGraphEvent', 'cancelTasks', 'reconcile', 'cancelRequestOf'];
   return Object.fromEntries(names.map((n) => [n, route(n)])) as unknown as Activities;
 }
 
@@ -106,6 +109,9 @@ function makeFakeActivities(self: FakeGraph): Activities {
       return { taskGraphId, schedulerId: 'test-scheduler', routing: 'r', nodeCount: self.pages[0].taskIds.length / 22, state: 'running' };
     },
     async loadNodes(_id: string, fromIdx: number, limit: number, withQueueState: boolean): Promise<NodePage> {
+      self.loadCalls++;
+      self.notify();
+      if (self.loadGate) await self.loadGate;
       const page = slice(fromIdx, limit);
       return withQueueState ? page : { ...page, queueStates: undefined, latestRuns: undefined };
     },
@@ -117,15 +123,18 @@ function makeFakeActivities(self: FakeGraph): Activities {
       self.notify();
       return { resolutions: [] };
     },
-    async publishGraphEvent(_id: string, event: { kind: string; seq: number; state: string; blockedBy: string[]; knownNodeCount: number }): Promise<PublishResult> {
+    async publishGraphEvent(_id: string, event: { kind: string; seq: number; state: string; blockedBy: string[]; knownNodeCount: number; reason?: string }): Promise<PublishResult> {
       if (event.state === 'finished' && self.nodeCount > event.knownNodeCount) return { published: false, nodeCount: self.nodeCount };
-      self.published.push({ kind: event.kind, seq: event.seq, state: event.state, blockedBy: event.blockedBy });
+      self.published.push({ kind: event.kind, seq: event.seq, state: event.state, blockedBy: event.blockedBy, ...(event.reason ? { reason: event.reason } : {}) });
       self.notify();
       return { published: true, nodeCount: self.nodeCount };
     },
     async cancelTasks(_id: string, taskIds: string[]): Promise<void> {
       self.canceled.push(...taskIds);
       self.notify();
+    },
+    async cancelRequestOf(): Promise<{ identity?: string; reason?: string }> {
+      return { identity: 'fake-identity', reason: 'fake reason' };
     },
     async reconcile(_id: string, taskIds: string[]): Promise<{ resolutions: Resolution[]; nodeCount: number }> {
       return { resolutions: taskIds.flatMap((t) => (self.queueResolutions.has(t) ? [self.queueResolutions.get(t) as Resolution] : [])), nodeCount: self.nodeCount };

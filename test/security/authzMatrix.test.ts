@@ -313,6 +313,8 @@ const AUTHORIZED_REFUSALS: Record<string, { status: number; message: RegExp }> =
   'queue.finishArtifact': { status: 400, message: /^Only object artifacts can be finished/ },
   // the matrix sends plain requests: authorized, the stream asks for the upgrade (test/queue/workerStream.test.ts opens it)
   'queue.workerStream': { status: 400, message: /^workerStream is a WebSocket/ },
+  // authorized, a fresh graph's running workflow has nothing to resume (test/e2e/temporalButtons.test.ts resumes a terminated one)
+  'scheduler.resumeTaskGraph': { status: 409, message: /its workflow task-graph\/\S+ is still running: there is nothing to resume$/ },
 };
 
 const key = (e: Endpoint) => `${e.service}.${e.name}`;

@@ -1,7 +1,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
-import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { CancelledFailure } from '@temporalio/common';
 import { FakeGraph, fakeActivities } from '../helpers/fakeActivities.js';
 import { startWorkflowEnv, type WorkflowEnv } from '../../support/workflowEnv.js';
 import { eventually } from '../../support/stack.js';
@@ -329,4 +330,44 @@ test('a graph loaded a page at a time, its nodes requiring nodes of later pages,
   const answered = (e: (typeof pages)[number]) =>
     (events ?? []).find((c) => c.activityTaskCompletedEventAttributes && String(c.activityTaskCompletedEventAttributes.scheduledEventId) === String(e.eventId));
   assert.ok(Number(pages[1].eventId) < Number(answered(pages[0])?.eventId), 'the second page was asked for before the first was answered');
+});
+
+test('a Temporal cancellation of the workflow ends the graph as the cancel signal does, then the workflow as Canceled', async () => {
+  const g = await start([{ label: 'a' }, { label: 'b', requires: ['a'] }, { label: 'c' }]);
+  await g.waitDispatched('schedule:a');
+  await g.waitDispatched('schedule:c');
+  await g.resolve('c', 0, 'completed');
+  await g.graph.until(() => g.graph.dispatchedLabels().length === 2, 'a and c dispatched');
+  await g.handle.cancel();
+  await assert.rejects(g.handle.result(), (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure);
+  assert.equal((await g.handle.describe()).status.name, 'CANCELLED');
+  assert.deepEqual(new Set(g.graph.canceled), new Set([g.graph.id('a'), g.graph.id('b')]));
+  const canceled = g.graph.published.filter((p) => p.kind === 'task-graph-canceled');
+  assert.deepEqual(canceled, [{ kind: 'task-graph-canceled', seq: 0, state: 'canceled', blockedBy: [], reason: 'canceled through Temporal by fake-identity: fake reason' }]);
+  // no workflow task failed on the way (the cancellation's timers and activities end quietly)
+  const { events } = await g.handle.fetchHistory();
+  assert.equal((events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length, 0, 'no workflow task failed');
+});
+
+test('a Temporal cancellation while the graph loads: the load is finished, then every task is canceled and canceled published', async () => {
+  const taskGraphId = slugid.nice();
+  const graph = new FakeGraph(taskGraphId, [{ label: 'a' }, { label: 'b', requires: ['a'] }]);
+  let open!: () => void;
+  graph.loadGate = new Promise<void>((resolve) => (open = resolve));
+  graphs.set(taskGraphId, graph);
+  const handle = await env.client.workflow.start<TaskGraphWorkflow>(WORKFLOW_TYPE, {
+    taskQueue: env.taskQueue,
+    workflowId: workflowIdFor(taskGraphId),
+    args: [{ taskGraphId } satisfies TaskGraphInput],
+  });
+  await graph.until(() => graph.loadCalls > 0, 'the load asked for');
+  await handle.cancel();
+  await new Promise((r) => setTimeout(r, 300));
+  open();
+  await assert.rejects(handle.result(), (err: unknown) => err instanceof WorkflowFailedError && err.cause instanceof CancelledFailure);
+  assert.deepEqual(new Set(graph.canceled), new Set([graph.id('a'), graph.id('b')]));
+  assert.deepEqual(graph.published.map((p) => `${p.kind}#${p.seq}:${p.state}`), ['task-graph-canceled#0:canceled']);
+  assert.equal(graph.dispatched.length, 0, 'nothing dispatched');
+  const { events } = await handle.fetchHistory();
+  await Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, { events }, handle.workflowId);
 });

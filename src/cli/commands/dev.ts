@@ -113,7 +113,7 @@ async function listenApi(api: ApiApp, config: Config, preferred: number): Promis
   }
 }
 
-type GraphEnd = 'finished' | 'blocked' | 'canceled' | 'failed';
+type GraphEnd = 'finished' | 'blocked' | 'canceled' | 'terminated' | 'failed';
 
 /**
  * Submits a graph file as `tgs graph submit` does (same file reader and task defaults) and prints its

@@ -12,7 +12,12 @@ import { withClient } from '../withClient.js';
 /** Prints why the graph did not finish: the blocking tasks, their run's reason and the tail of their log. */
 async function reportNotFinished(client: TgsClient, err: GraphNotFinishedError, tailLines: number): Promise<void> {
   if (err.state === 'canceled') {
-    console.log(`task-graph ${err.taskGraphId} was canceled (${countsLine(err.info)})`);
+    console.log(`task-graph ${err.taskGraphId} was canceled${err.info.stateReason ? ` (${err.info.stateReason})` : ''} (${countsLine(err.info)})`);
+    return;
+  }
+  if (err.state === 'terminated') {
+    console.log(`task-graph ${err.taskGraphId} is terminated${err.info.stateReason ? ` (${err.info.stateReason})` : ''} (${countsLine(err.info)})`);
+    console.log(`Resume it: tgs graph resume ${err.taskGraphId}`);
     return;
   }
   const blocking = err.blocking;
@@ -60,7 +65,7 @@ async function waitAndReport(client: TgsClient, taskGraphId: string, tailLines: 
 
 function printInfo(info: GraphInfo, url: string): void {
   console.log(`task-graph   ${info.status.taskGraphId}`);
-  console.log(`state        ${info.status.state}`);
+  console.log(`state        ${info.status.state}${info.stateReason ? ` (${info.stateReason})` : ''}`);
   if (info.metadata.name) console.log(`name         ${info.metadata.name}`);
   console.log(`tasks        ${countsLine(info)}`);
   if (info.blockedBy.length) console.log(`blocked by   ${info.blockedBy.join(' ')}`);
@@ -231,6 +236,20 @@ export function registerGraphCommand(program: Command): void {
           for (let i = 0; i < 50 && (await c.graphStatus(taskGraphId)).state === 'blocked'; i++) await new Promise((r) => setTimeout(r, 100));
           await waitAndReport(c, taskGraphId, Number(opts.tail));
         }
+      });
+    });
+
+  graph
+    .command('resume <taskGraphId>')
+    .description('start the workflow of a terminated graph again (its workflow closed before it ended); completed tasks do not run again')
+    .option('--wait', 'then show progress until the graph finishes (exit 0), blocks or is canceled (exit 1)')
+    .option(...tailOption)
+    .action(async (taskGraphId: string, opts: { wait?: boolean; tail: string }) => {
+      const resolved = requireCredentials();
+      await withClient(resolved, async (c) => {
+        const status = await c.resume(taskGraphId);
+        console.log(`task-graph ${taskGraphId} resumed: it is ${status.state}`);
+        if (opts.wait) await waitAndReport(c, taskGraphId, Number(opts.tail));
       });
     });
 

@@ -10,6 +10,7 @@ import { extendTaskGraph } from '../extendTaskGraph.js';
 import { getGraph, requireGraph } from '../graphStore.js';
 import { findMemberTaskId } from '../graphReads.js';
 import { signalGraphExtended } from '../graphGroup.js';
+import { resumeGraph } from '../resumeGraph.js';
 import type { ApiDeps } from '../../api/deps.js';
 import { graphStatus, graphTasksReply, statusResponseSchema, taskGraphResponseSchema } from './shapes.js';
 
@@ -99,11 +100,11 @@ export const cancelEndpoint = declare({
   route: '/task-graph/<taskGraphId>/cancel',
   scopes: 'scheduler:cancel-task-graph:<taskGraphId>',
   output: statusResponseSchema,
-  async handler({ params, deps }) {
+  async handler({ params, deps, auth }) {
     const { row, handle } = await graphHandle(deps, params.taskGraphId);
     if (row.state === 'finished' || row.state === 'canceled') return { status: graphStatus(row) };
     try {
-      await handle.signal(cancelSignal, {});
+      await handle.signal(cancelSignal, { reason: `canceled by ${auth.clientId ?? 'an anonymous caller'} through the scheduler API` });
     } catch (err) {
       if (err instanceof WorkflowNotFoundError) throw closedGraph(params.taskGraphId, row.state);
       throw err;
@@ -115,5 +116,25 @@ export const cancelEndpoint = declare({
       await new Promise((r) => setTimeout(r, 100));
     }
     return { status: { ...graphStatus(row), state: 'canceled' as const } };
+  },
+});
+
+export const resumeEndpoint = declare({
+  service: 'scheduler',
+  name: 'resumeTaskGraph',
+  title: 'Resume Task-Graph (tgs extension)',
+  description: [
+    'Start the workflow of a `terminated` graph again (its workflow was terminated, timed out or failed before the graph',
+    'ended; or a running or blocked graph whose workflow is closed), from what the queue and the graph\'s tables hold:',
+    'completed tasks do not run again, live ones are awaited, failed ones with reruns left are rerun. The graph is',
+    '`running` again. 409 while its workflow runs, and for a finished or canceled graph.',
+  ].join(' '),
+  method: 'post',
+  route: '/task-graph/<taskGraphId>/resume',
+  scopes: 'scheduler:resume-task-graph:<taskGraphId>',
+  output: statusResponseSchema,
+  async handler({ params, deps, auth }) {
+    const row = await resumeGraph(deps, params.taskGraphId, auth.clientId ?? 'an anonymous caller');
+    return { status: graphStatus(row) };
   },
 });

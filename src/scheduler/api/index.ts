@@ -1,6 +1,6 @@
 import type { Endpoint } from '../../api/endpoint.js';
 import { createTaskGraphEndpoint } from './createTaskGraph.js';
-import { cancelEndpoint, extendEndpoint, rerunEndpoint } from './actions.js';
+import { cancelEndpoint, extendEndpoint, rerunEndpoint, resumeEndpoint } from './actions.js';
 import { listTaskGraphsEndpoint } from './list.js';
 import { explainGraphEndpoint } from './explain.js';
 import { taskGraphNodesEndpoint } from './nodes.js';
@@ -23,5 +23,6 @@ export const schedulerEndpoints: Endpoint[] = [
   extendEndpoint,
   rerunEndpoint,
   cancelEndpoint,
+  resumeEndpoint,
   ...cacheEndpoints,
 ];

@@ -5,7 +5,7 @@ import { graphStatusSchema } from '../graphSchema.js';
 import { listGraphs, memberStateCounts, type GraphListPosition } from '../graphReads.js';
 import { graphStatus } from './shapes.js';
 
-const GRAPH_STATES = ['running', 'blocked', 'finished', 'canceled'] as const;
+const GRAPH_STATES = ['running', 'blocked', 'finished', 'canceled', 'terminated'] as const;
 const TASK_STATES = ['unscheduled', 'pending', 'running', 'completed', 'failed', 'exception'] as const;
 
 /**

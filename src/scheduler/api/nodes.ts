@@ -44,6 +44,7 @@ export function graphHeader(row: GraphSnapshotRow) {
     taskCount: row.task_count,
     nodeCount: row.node_count,
     blockedBy: row.blocked_by,
+    stateReason: row.state_reason ?? '',
     timeBase: row.created.getTime(),
   };
 }
@@ -55,6 +56,7 @@ export const graphHeaderSchema: Record<string, JsonSchema> = {
   taskCount: { type: 'integer' },
   nodeCount: { type: 'integer' },
   blockedBy: { type: 'array', items: { type: 'string' } },
+  stateReason: { type: 'string', description: "who ended the graph and why (canceled, terminated), '' otherwise" },
   timeBase: { type: 'integer', description: 'the graph creation time, ms since the epoch' },
 };
 

@@ -51,6 +51,7 @@ export const infoEndpoint = declare({
       taskCount: row.task_count,
       counts: Object.fromEntries(counts.map((r) => [r.state, r.count])),
       blockedBy: row.blocked_by,
+      ...(row.state_reason ? { stateReason: row.state_reason } : {}),
       created: row.created.toISOString(),
       updated: row.updated.toISOString(),
       workflowId: `task-graph/${row.task_graph_id}`,

@@ -8,13 +8,15 @@ export interface GraphHeader {
   taskCount: number;
   nodeCount: number;
   blockedBy: string[];
+  /** who ended the graph and why (canceled, terminated), '' otherwise */
+  stateReason: string;
   timeBase: number;
 }
 
 /** The header fields of a nodes or changes answer, without the rest of the answer (one list, kept by both readers). */
 export function graphHeaderOf(answer: GraphHeader): GraphHeader {
-  const { status, name, cursor, taskCount, nodeCount, blockedBy, timeBase } = answer;
-  return { status, name, cursor, taskCount, nodeCount, blockedBy, timeBase };
+  const { status, name, cursor, taskCount, nodeCount, blockedBy, stateReason, timeBase } = answer;
+  return { status, name, cursor, taskCount, nodeCount, blockedBy, stateReason, timeBase };
 }
 
 export interface GraphData {

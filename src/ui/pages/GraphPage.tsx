@@ -91,6 +91,7 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
   const canvas = useRef<HTMLCanvasElement>(null);
   const overlay = useRef<HTMLCanvasElement>(null);
   const cancel = useAction();
+  const resume = useAction();
   useEffect(() => {
     window.tgsGraph = store;
     const off = store.subscribe(() => setVersion((v) => v + 1));
@@ -112,10 +113,11 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
           <h1>{header?.name || 'Task graph'}</h1>
           <span class="mono muted">{taskGraphId}</span>
           {state && (
-            <span class="graph-state badge" data-graph-state={state} style={{ background: GRAPH_STATE_COLORS[state] }}>
+            <span class="graph-state badge" data-graph-state={state} style={{ background: GRAPH_STATE_COLORS[state] }} title={header?.stateReason || undefined}>
               {state}
             </span>
           )}
+          {header?.stateReason && <span class="muted state-reason">{header.stateReason}</span>}
           {header && <span class="muted">created {ago(header.timeBase)}</span>}
           {header && <span class="muted">routing {header.status.routing || '—'}</span>}
           {link && (
@@ -124,6 +126,18 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
             </a>
           )}
           <span class="grow" />
+          {state === 'terminated' && <span class="muted mono resume-hint">tgs graph resume {taskGraphId}</span>}
+          {state === 'terminated' && (
+            <ConfirmButton
+              name="resume-graph"
+              label="Resume graph"
+              confirm="Start this graph's workflow again? Completed tasks do not run again."
+              disabled={resume.busy}
+              onConfirm={() =>
+                resume.run({ service: 'scheduler', method: 'POST', path: `/task-graph/${taskGraphId}/resume`, done: (a) => `Graph ${(a as { status: { state: string } }).status.state}.` })
+              }
+            />
+          )}
           {state && state !== 'finished' && state !== 'canceled' && (
             <ConfirmButton
               name="cancel-graph"
@@ -137,6 +151,7 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
           )}
         </div>
         <ActionResult result={cancel.result} />
+        <ActionResult result={resume.result} />
         {header && (
           <div class="summary">
             <span class="total">

@@ -15,7 +15,7 @@ interface GraphSummary {
   created: string;
 }
 
-const GRAPH_STATES = ['running', 'blocked', 'finished', 'canceled'];
+const GRAPH_STATES = ['running', 'blocked', 'finished', 'canceled', 'terminated'];
 const PAGE = 25;
 
 function listRoute(state: string, token?: string): string {
