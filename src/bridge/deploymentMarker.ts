@@ -4,13 +4,14 @@ import { BridgeQueueMismatchError } from './bridgeQueue.js';
 
 // A deployment's marker on RabbitMQ (docs/deployments.md § Several deployments): the exchange
 // `<prefix>tgs/deployment/<schedulerId>`, next to the bridge queue whose name it guards, declared with the
-// argument `alternate-exchange: tgs-deployment/<deploymentId>`. Nothing is published to it. RabbitMQ compares that
+// argument `alternate-exchange: tgs:<deploymentId>`. Nothing is published to it. RabbitMQ compares that
 // argument when an exchange is declared again and refuses another value with PRECONDITION_FAILED (406), as the
 // in-process bus does (src/exchanges/busMemory.ts): a second deployment with the same exchange prefix and
 // schedulerId on one vhost, which would share the bridge queue and take the first one's resolutions, is refused.
 
 export const deploymentMarkerName = (config: Pick<Config, 'exchangePrefix' | 'schedulerId'>) => `${config.exchangePrefix}tgs/deployment/${config.schedulerId}`;
-const markerArgument = (deploymentId: string) => `tgs-deployment/${deploymentId}`;
+// short: AMQP cuts the refusal's text at 255 characters, and the other deployment's id comes last in it
+const markerArgument = (deploymentId: string) => `tgs:${deploymentId}`;
 
 /** The bridge found another deployment's marker: its message is the one line to show, with the fix. */
 export class DeploymentMarkerConflictError extends BridgeQueueMismatchError {
@@ -20,9 +21,9 @@ export class DeploymentMarkerConflictError extends BridgeQueueMismatchError {
   }
 }
 
-/** The other deployment's id as RabbitMQ's refusal names it ("… but current is the value 'tgs-deployment/<id>' …"), if the text kept it. */
+/** The other deployment's id as RabbitMQ's refusal names it ("… received '…' but current is 'tgs:<id>'"), if the text kept it. */
 export function markerOwner(refusal: string): string | undefined {
-  return /current is the value 'tgs-deployment\/([^']+)'/.exec(refusal)?.[1];
+  return /current is (?:the value )?'tgs:([^']+)'/.exec(refusal)?.[1];
 }
 
 export function markerConflictMessage(config: Pick<Config, 'exchangePrefix' | 'schedulerId'>, mine: string, other: string | undefined): string {

@@ -219,7 +219,7 @@ class MemoryChannel extends EventEmitter implements BusConfirmChannel {
     // RabbitMQ compares one argument of a redeclared exchange: its alternate exchange (a deployment's marker relies on it)
     const alternate = (options.arguments as Record<string, unknown> | undefined)?.['alternate-exchange'];
     if (existing && existing.alternate !== alternate) {
-      const shown = (v: unknown) => (v === undefined ? 'none' : `the value '${String(v)}' of type 'longstr'`);
+      const shown = (v: unknown) => (v === undefined ? 'none' : `'${String(v)}'`);
       this.fail(
         new BusError(406, `PRECONDITION_FAILED - inequivalent arg 'alternate-exchange' for exchange '${exchange}' in vhost '/': received ${shown(alternate)} but current is ${shown(existing.alternate)}`),
       );
