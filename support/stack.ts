@@ -4,6 +4,8 @@ import { Client, Connection } from '@temporalio/client';
 import type { Config } from '../src/config.js';
 import { createActivities } from '../src/activities/index.js';
 import { claimDeployment } from '../src/processes/schedulerWorker.js';
+import { releaseTaskQueue } from '../src/temporal/deploymentClaim.js';
+import { deploymentIdOf } from '../src/db/deployment.js';
 import { ensureSearchAttributes } from '../src/temporal/searchAttributes.js';
 import { bridgeQueueName, startBridge } from '../src/bridge/bridge.js';
 import { bridgeDeadLetterName } from '../src/bridge/bridgeQueue.js';
@@ -128,6 +130,8 @@ export async function startStack(
       await cleanup.deleteExchange(bridgeDeadLetterName(config));
       await cleanup.deleteExchange(deploymentMarkerName(config));
       await amqpConnection.close();
+      // a given Temporal server outlives the stack: its claim on the task queue goes (a dev server goes whole)
+      if (options.temporalAddress) await releaseTaskQueue(client, config, await deploymentIdOf(api.db.pool));
       await connection.close();
       await api.close();
       await temporal.stop();

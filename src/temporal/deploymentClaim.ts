@@ -66,3 +66,12 @@ export async function claimTaskQueue(client: Client, config: Pick<Config, 'tempo
   const claim: DeploymentClaim = { deploymentId: String(other?.deploymentId ?? 'unknown'), ...(other?.schedulerId ? { schedulerId: String(other.schedulerId) } : {}) };
   throw new DeploymentConflictError(claimConflictMessage(config, deploymentId, claim), claim);
 }
+
+/** Ends this deployment's claim (a deployment taken down for good, tests leaving a shared server); another's is left alone. */
+export async function releaseTaskQueue(client: Client, config: Pick<Config, 'temporalTaskQueue'>, deploymentId: string): Promise<boolean> {
+  const handle = client.workflow.getHandle(deploymentClaimId(config.temporalTaskQueue));
+  const description = await handle.describe().catch(() => undefined);
+  if (description?.status.name !== 'RUNNING' || (description.memo as Partial<DeploymentClaim> | undefined)?.deploymentId !== deploymentId) return false;
+  await handle.terminate(`tgs deployment ${deploymentId} released its claim`);
+  return true;
+}
