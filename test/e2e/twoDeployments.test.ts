@@ -2,7 +2,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import slugid from 'slugid';
-import { eventually, startStack, type Stack } from '../../support/stack.js';
+import { execFile } from 'node:child_process';
+import { eventually, stackEnv, startStack, type Stack } from '../../support/stack.js';
 import { startFastWorker, type FastWorker } from '../../support/fastWorker.js';
 import { graphOf } from '../../support/graphs.js';
 import { startTestTemporal } from '../../support/temporal.js';
@@ -67,6 +68,16 @@ test('a second deployment on the same namespace and task queue refuses to start 
   for (const setting of ['TGS_TASK_QUEUE', 'TEMPORAL_NAMESPACE', 'TGS_SCHEDULER_ID', 'TGS_EXCHANGE_PREFIX']) assert.match(message, new RegExp(setting));
   assert.match(message, /temporal workflow terminate --namespace default --workflow-id tgs-deployment\/tgs-scheduler/);
   assert.equal(err.other.deploymentId, await deploymentIdOf(a.api.db.pool));
+  // `tgs scheduler-worker` with b's settings: exits 1 with that one line, no stack trace, no retries
+  const run = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+    const child = execFile(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', 'scheduler-worker'], { env: { ...process.env, ...stackEnv(b), TGS_LOG_LEVEL: 'warn' }, timeout: 60_000 }, (_err, _stdout, stderr) =>
+      resolve({ code: child.exitCode, stderr }),
+    );
+  });
+  assert.equal(run.code, 1, run.stderr);
+  const refusal = run.stderr.split('\n').filter((l) => l.includes('refusing to start'));
+  assert.equal(refusal.length, 1, run.stderr);
+  assert.match(refusal[0], /^tgs: refusing to start: .*TGS_TASK_QUEUE.*temporal workflow terminate --namespace default --workflow-id tgs-deployment\/tgs-scheduler$/);
   // the same deployment (a restart, a second worker process) is not refused
   await a.stopWorker();
   await a.startWorker();
