@@ -3,9 +3,13 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
 import type { Config } from '../src/config.js';
 import { createActivities } from '../src/activities/index.js';
+import { claimDeployment } from '../src/processes/schedulerWorker.js';
+import { releaseTaskQueue } from '../src/temporal/deploymentClaim.js';
+import { deploymentIdOf } from '../src/db/deployment.js';
 import { ensureSearchAttributes } from '../src/temporal/searchAttributes.js';
 import { bridgeQueueName, startBridge } from '../src/bridge/bridge.js';
 import { bridgeDeadLetterName } from '../src/bridge/bridgeQueue.js';
+import { deploymentMarkerName } from '../src/bridge/deploymentMarker.js';
 import { connectBus } from '../src/exchanges/bus.js';
 import { startRelay } from '../src/relay/relay.js';
 import type { ChildProcess } from 'node:child_process';
@@ -85,6 +89,8 @@ export async function startStack(
   let worker: { worker: Worker; running: Promise<void>; connection: NativeConnection } | undefined;
   const startWorker = async () => {
     await ensureSearchAttributes(config);
+    // as `tgs scheduler-worker` does: refused (DeploymentConflictError) where another deployment claimed the task queue
+    await claimDeployment(config, api.db.pool);
     const nativeConnection = await NativeConnection.connect({ address: temporal.address });
     const w = await Worker.create({
       connection: nativeConnection,
@@ -122,7 +128,10 @@ export async function startStack(
       await cleanup.deleteQueue(bridgeQueueName(config));
       await cleanup.deleteQueue(bridgeDeadLetterName(config));
       await cleanup.deleteExchange(bridgeDeadLetterName(config));
+      await cleanup.deleteExchange(deploymentMarkerName(config));
       await amqpConnection.close();
+      // a given Temporal server outlives the stack: its claim on the task queue goes (a dev server goes whole)
+      if (options.temporalAddress) await releaseTaskQueue(client, config, await deploymentIdOf(api.db.pool));
       await connection.close();
       await api.close();
       await temporal.stop();

@@ -1,5 +1,8 @@
 import type pg from 'pg';
 import { ApplicationFailure } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
+import { deploymentIdOf } from '../db/deployment.js';
+import { LazyTemporalClient } from '../temporal/connection.js';
 import type { Config } from '../config.js';
 import { withTransaction } from '../db/pool.js';
 import { enqueueMessages } from '../exchanges/outbox.js';
@@ -10,7 +13,7 @@ import { latestRuns, runResolution } from '../queue/latestRuns.js';
 import { cancelTasks as cancelQueueTasks } from '../queue/cancelTasks.js';
 import { TgsError } from '../errors.js';
 import type { DispatchItem } from '../workflows/graphModel.js';
-import { INVALID_TASK_GRAPH, type GraphMeta, type GraphState, type NodePage, type Resolution, type TaskGraphInput } from '../workflows/contract.js';
+import { DEPLOYMENT_MEMO, GRAPH_OF_ANOTHER_DEPLOYMENT, INVALID_TASK_GRAPH, type GraphMeta, type GraphState, type NodePage, type Resolution, type TaskGraphInput } from '../workflows/contract.js';
 import { isResolved } from '../taskStates.js';
 import { ensureQueueGraph, getGraph, memberTaskIds, dispatchMembers, graphMeta, joinQueueTasks, loadNodePage, recordGraphState, setRerunsLeft } from '../scheduler/graphStore.js';
 import { readyTasks } from '../queue/readiness.js';
@@ -42,6 +45,31 @@ async function resolvedLatestRuns(db: pg.Pool | pg.PoolClient, taskIds: string[]
 /** The scheduler's activities. Every one is idempotent: Temporal runs activities at least once. */
 export function createActivities(deps: ActivityDeps): Activities {
   const { config, pool } = deps;
+  // connected only when a graph is missing here and its workflow's memo must be read
+  const temporal = new LazyTemporalClient(config);
+
+  /**
+   * The graph is not in this database. Its workflow's memo says whose it is (docs/temporal.md § Several deployments on
+   * one namespace): this deployment's, or a workflow without the memo (started before it existed, or natively without
+   * a deployment id), really is missing and fails for good with `message`; another deployment's gets a retryable
+   * failure saying so, and the retry goes back to the shared task queue, where the owner's worker can take it.
+   */
+  const missingGraph = async (taskGraphId: string, message: string): Promise<never> => {
+    const mine = await deploymentIdOf(pool);
+    const { workflowExecution } = Context.current().info;
+    const description = workflowExecution && (await (await temporal.get()).workflow.getHandle(workflowExecution.workflowId, workflowExecution.runId).describe());
+    const owner = description ? description.memo?.[DEPLOYMENT_MEMO] : undefined;
+    if (typeof owner === 'string' && owner !== mine) {
+      const text =
+        `task-graph ${taskGraphId} belongs to tgs deployment ${owner}, not to this worker's (${mine}, whose database does not hold it): ` +
+        `two deployments share Temporal namespace ${config.temporalNamespace} and task queue ${config.temporalTaskQueue}; retried for the owner's worker. ` +
+        'Give each deployment its own TGS_TASK_QUEUE or TEMPORAL_NAMESPACE (docs/deployments.md § Several deployments)';
+      deps.log?.warn({ taskGraphId, owner, deploymentId: mine }, text);
+      throw ApplicationFailure.retryable(text, GRAPH_OF_ANOTHER_DEPLOYMENT);
+    }
+    throw ApplicationFailure.nonRetryable(message, INVALID_TASK_GRAPH);
+  };
+
   return {
     ...hookActivities(deps),
     /**
@@ -73,16 +101,21 @@ export function createActivities(deps: ActivityDeps): Activities {
         row = await getGraph(pool, taskGraphId);
       }
       if (!row) {
-        throw ApplicationFailure.nonRetryable(
+        return missingGraph(
+          taskGraphId,
           `task-graph ${taskGraphId} does not exist: create it with PUT /api/scheduler/v1/task-graph/${taskGraphId} or start the workflow with the graph as input`,
-          INVALID_TASK_GRAPH,
         );
       }
       return graphMeta(row);
     }),
 
     loadNodes: (taskGraphId: string, fromIdx: number, limit: number, withQueueState: boolean): Promise<NodePage> =>
-      withHeartbeat(() => loadNodePage(pool, taskGraphId, fromIdx, limit, withQueueState)),
+      withHeartbeat(async () => {
+        const page = await loadNodePage(pool, taskGraphId, fromIdx, limit, withQueueState);
+        // an empty page of a graph this database does not hold: another deployment's workflow (or a vanished graph)
+        if (page.taskIds.length === 0 && !(await getGraph(pool, taskGraphId))) return missingGraph(taskGraphId, `task-graph ${taskGraphId} vanished`);
+        return page;
+      }),
 
     joinTasks: (taskGraphId: string, taskIds: string[]): Promise<{ nodeCount: number }> =>
       withHeartbeat(async () => ({ nodeCount: await withTransaction(pool, (client) => joinQueueTasks(client, taskGraphId, taskIds)) })),
@@ -161,9 +194,9 @@ export function createActivities(deps: ActivityDeps): Activities {
       taskGraphId: string,
       event: { kind: string; seq: number; state: GraphState; blockedBy: string[]; knownNodeCount: number; reason?: string },
     ): Promise<PublishResult> {
-      return withTransaction(pool, async (client) => {
+      const result = await withTransaction(pool, async (client) => {
         const row = await getGraph(client, taskGraphId, true);
-        if (!row) throw ApplicationFailure.nonRetryable(`task-graph ${taskGraphId} vanished`, INVALID_TASK_GRAPH);
+        if (!row) return undefined;
         if (event.state === 'finished' && row.node_count > event.knownNodeCount) {
           return { published: false, nodeCount: row.node_count };
         }
@@ -185,6 +218,8 @@ export function createActivities(deps: ActivityDeps): Activities {
         }
         return { published: true, nodeCount: row.node_count };
       });
+      // outside the transaction: its session is given back before Temporal is asked (PGlite has one)
+      return result ?? missingGraph(taskGraphId, `task-graph ${taskGraphId} vanished`);
     },
 
     /** Cancels unresolved member tasks of the graph; other taskIds (a forged activity input) are ignored. */

@@ -12,6 +12,7 @@ import { bridgeQueueName, parseDelivery, type ParsedMessage } from './messages.j
 import { SignalBackoff, type SignalOutcome } from './signalBackoff.js';
 import type { BridgeOptions, BridgeStats } from './bridgeOptions.js';
 import { everyMinute } from '../everyMinute.js';
+import { deploymentIdOf } from '../db/deployment.js';
 
 export { bridgeBindings, bridgeQueueName, parseQueueMessage } from './messages.js';
 export type { BridgeOptions, BridgeStats } from './bridgeOptions.js';
@@ -189,6 +190,7 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
   const consumer = await startBridgeConsumer({
     config,
     queueName: options.queueName ?? bridgeQueueName(config),
+    deploymentId: () => deploymentIdOf(pool),
     log,
     prefetch: 2000,
     onMessage(msg, ch) {

@@ -3,10 +3,13 @@ import type { BusChannel, BusConnection, BusMessage } from '../exchanges/bus.js'
 import { BusReconnect, consumerChannel, whenLost } from '../exchanges/busReconnect.js';
 import { BridgeQueueMismatchError, deadLetterDepth, declareBridgeQueue } from './bridgeQueue.js';
 import { bridgeBindings } from './messages.js';
+import { declareDeploymentMarker } from './deploymentMarker.js';
 
 export interface BridgeConsumerOptions {
   config: Config;
   queueName: string;
+  /** this deployment's id (src/db/deployment.ts), declared in its marker before the queue (src/bridge/deploymentMarker.ts); absent: no marker (tests of the queue alone) */
+  deploymentId?: () => Promise<string>;
   log: (line: string) => void;
   /** unacked messages the broker hands the bridge at once (its flushes gather them) */
   prefetch: number;
@@ -72,6 +75,7 @@ export async function startBridgeConsumer(options: BridgeConsumerOptions): Promi
       async (conn) => {
         // 'close' follows every 'error'; what it means is logged there
         const ch = await consumerChannel(conn, options.prefetch);
+        if (options.deploymentId) await declareDeploymentMarker(ch, config, await options.deploymentId());
         await declareBridgeQueue(ch, config, queueName);
         connection = conn;
         channel = ch;

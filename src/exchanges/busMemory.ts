@@ -101,7 +101,7 @@ interface Binding {
 }
 
 class Broker {
-  readonly exchanges = new Map<string, { type: string; bindings: Binding[] }>();
+  readonly exchanges = new Map<string, { type: string; bindings: Binding[]; alternate?: unknown }>();
   readonly queues = new Map<string, Queue>();
 
   route(exchange: string, routingKey: string, cc: string[]): Queue[] {
@@ -210,13 +210,21 @@ class MemoryChannel extends EventEmitter implements BusConfirmChannel {
     throw err;
   }
 
-  async assertExchange(exchange: string, type: 'topic'): Promise<{ exchange: string }> {
+  async assertExchange(exchange: string, type: 'topic', options: Options.AssertExchange = {}): Promise<{ exchange: string }> {
     this.check();
     const existing = this.broker.exchanges.get(exchange);
     if (existing && existing.type !== type) {
       this.fail(new BusError(406, `PRECONDITION_FAILED - inequivalent arg 'type' for exchange '${exchange}': received '${type}' but current is '${existing.type}'`));
     }
-    if (!existing) this.broker.exchanges.set(exchange, { type, bindings: [] });
+    // RabbitMQ compares one argument of a redeclared exchange: its alternate exchange (a deployment's marker relies on it)
+    const alternate = (options.arguments as Record<string, unknown> | undefined)?.['alternate-exchange'];
+    if (existing && existing.alternate !== alternate) {
+      const shown = (v: unknown) => (v === undefined ? 'none' : `'${String(v)}'`);
+      this.fail(
+        new BusError(406, `PRECONDITION_FAILED - inequivalent arg 'alternate-exchange' for exchange '${exchange}' in vhost '/': received ${shown(alternate)} but current is ${shown(existing.alternate)}`),
+      );
+    }
+    if (!existing) this.broker.exchanges.set(exchange, { type, bindings: [], ...(alternate === undefined ? {} : { alternate }) });
     return { exchange };
   }
 

@@ -149,7 +149,7 @@ async function fireGraph(
     throw err;
   }
   try {
-    await startGraphWorkflow(env.temporal, env.config, {
+    await startGraphWorkflow(env.temporal, env.config, env.pool, {
       taskGraphId,
       routing: created.graph.routing,
       taskCount: created.graph.task_count,

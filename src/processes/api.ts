@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.js';
 import { createPool } from '../db/pool.js';
 import { ensureDatabase, migrate } from '../db/migrate.js';
+import { deploymentIdOf } from '../db/deployment.js';
 import { warnWithoutAutovacuum } from '../db/autovacuum.js';
 import { isPgliteUrl } from '../db/pglite.js';
 import { createClientStore } from '../auth/clients.js';
@@ -56,6 +57,9 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
   await ensureDatabase(config.databaseUrl, infoLine);
   const pool = createPool(config.databaseUrl, 20);
   await migrate(pool, infoLine);
+  // read once now: graph workflows carry it (src/scheduler/startWorkflow.ts), started from code that may hold the
+  // pool's one session (PGlite) when it asks
+  await deploymentIdOf(pool);
   // In the process log (tests' in-process APIs have none); the embedded database (tgs dev) has no autovacuum worker
   // and needs none: it holds a developer's few tasks.
   if (log && !isPgliteUrl(config.databaseUrl)) await warnWithoutAutovacuum(pool, (line) => log.warn(line));

@@ -2,7 +2,10 @@ import type pg from 'pg';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Config } from '../config.js';
 import { createActivities } from '../activities/index.js';
+import { Client, Connection } from '@temporalio/client';
 import { connectionOptions } from '../temporal/connection.js';
+import { claimTaskQueue } from '../temporal/deploymentClaim.js';
+import { deploymentIdOf } from '../db/deployment.js';
 import { loadWorkflowBundle } from '../temporal/workflowBundle.js';
 import type { Logger } from '../log.js';
 
@@ -19,9 +22,24 @@ export interface SchedulerWorkerOptions {
   log?: Logger;
 }
 
-/** The Temporal worker: the taskGraph workflow and its activities (src/activities). */
+/**
+ * Claims the namespace + task queue for this deployment (src/temporal/deploymentClaim.ts), or throws
+ * DeploymentConflictError, whose message is the one line to show: another deployment already polls it.
+ */
+export async function claimDeployment(config: Config, pool: pg.Pool): Promise<void> {
+  const deploymentId = await deploymentIdOf(pool);
+  const connection = await Connection.connect(connectionOptions(config));
+  try {
+    await claimTaskQueue(new Client({ connection, namespace: config.temporalNamespace }), config, deploymentId);
+  } finally {
+    await connection.close();
+  }
+}
+
+/** The Temporal worker: the taskGraph workflow and its activities (src/activities), once the task queue is claimed. */
 export async function createSchedulerWorker(options: SchedulerWorkerOptions): Promise<{ worker: Worker; connection: NativeConnection }> {
   const { config, pool } = options;
+  await claimDeployment(config, pool);
   const connection = options.connection ?? (await NativeConnection.connect(connectionOptions(config)));
   const worker = await Worker.create({
     connection,

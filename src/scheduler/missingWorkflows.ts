@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { withTransaction } from '../db/pool.js';
+import { deploymentIdOf } from '../db/deployment.js';
 import type { LazyTemporalClient } from '../temporal/connection.js';
 import { startGraphWorkflow } from './startWorkflow.js';
 
@@ -23,6 +24,8 @@ export async function startMissingWorkflows(pool: pg.Pool, config: Config, tempo
   if (any.length === 0) return 0;
   // Throws (the sweep logs it once) while Temporal is unreachable, before any row is locked.
   await temporal.get();
+  // read now, outside the transaction (startGraphWorkflow reads it through the pool; PGlite has one session)
+  await deploymentIdOf(pool);
   return withTransaction(pool, async (client) => {
     const { rows } = await client.query<{ task_graph_id: string; routing: string; task_count: number; name: string | null }>(
       `SELECT task_graph_id, routing, task_count, metadata->>'name' AS name FROM task_graphs
@@ -31,7 +34,7 @@ export async function startMissingWorkflows(pool: pg.Pool, config: Config, tempo
     );
     const started: string[] = [];
     for (const row of rows) {
-      await startGraphWorkflow(temporal, config, {
+      await startGraphWorkflow(temporal, config, pool, {
         taskGraphId: row.task_graph_id,
         routing: row.routing,
         taskCount: row.task_count,

@@ -1,19 +1,24 @@
+import type pg from 'pg';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import type { Config } from '../config.js';
+import { deploymentIdOf } from '../db/deployment.js';
 import type { LazyTemporalClient } from '../temporal/connection.js';
-import { SEARCH_ATTRIBUTES, WORKFLOW_TYPE, workflowIdFor, type TaskGraphInput } from '../workflows/contract.js';
+import { DEPLOYMENT_MEMO, SEARCH_ATTRIBUTES, WORKFLOW_TYPE, workflowIdFor, type TaskGraphInput } from '../workflows/contract.js';
 import { TgsError } from '../errors.js';
 
 /**
  * Starts the graph's workflow; a workflow that exists already (running or closed) is left alone, so
- * a repeated PUT of the same graph never runs it twice.
+ * a repeated PUT of the same graph never runs it twice. The workflow's memo carries this deployment's id (read from
+ * `pool`'s database), so a worker of another deployment on the same task queue can tell it is not its own.
  */
 export async function startGraphWorkflow(
   temporal: LazyTemporalClient,
   config: Config,
+  pool: Pick<pg.Pool, 'query'>,
   graph: { taskGraphId: string; routing: string; taskCount: number; name?: string },
   input: TaskGraphInput = { taskGraphId: graph.taskGraphId },
 ): Promise<void> {
+  const deploymentId = await deploymentIdOf(pool);
   let client;
   try {
     client = await temporal.get();
@@ -29,6 +34,7 @@ export async function startGraphWorkflow(
       workflowId: workflowIdFor(graph.taskGraphId),
       args: [input],
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      memo: { [DEPLOYMENT_MEMO]: deploymentId },
       typedSearchAttributes: [
         { key: SEARCH_ATTRIBUTES.state, value: 'running' },
         { key: SEARCH_ATTRIBUTES.schedulerId, value: config.schedulerId },

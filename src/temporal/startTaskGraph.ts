@@ -1,6 +1,6 @@
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import slugid from 'slugid';
-import { DEFAULT_TASK_QUEUE, WORKFLOW_TYPE, workflowIdFor, type TaskGraphInput, type TaskGraphWorkflow } from '../workflows/contract.js';
+import { DEFAULT_TASK_QUEUE, DEPLOYMENT_MEMO, WORKFLOW_TYPE, workflowIdFor, type TaskGraphInput, type TaskGraphWorkflow } from '../workflows/contract.js';
 
 /**
  * Temporal refuses a workflow input over 2 MB ("Blob data size exceeds limit") and warns from 512 KB.
@@ -24,6 +24,12 @@ export interface StartTaskGraphOptions {
   taskGraphId?: string;
   /** Defaults to `tgs-scheduler` (the worker's TGS_TASK_QUEUE). */
   taskQueue?: string;
+  /**
+   * The id of the deployment whose workers should run it (its `tgs_deployment` row, src/db/deployment.ts), kept in the
+   * workflow's memo: a worker of another deployment sharing the task queue then never fails it for good. Without it,
+   * whichever deployment's worker takes the first task creates the graph in its own database.
+   */
+  deploymentId?: string;
 }
 
 /**
@@ -42,6 +48,7 @@ export async function startTaskGraph(
     taskQueue: options.taskQueue ?? DEFAULT_TASK_QUEUE,
     workflowId: workflowIdFor(taskGraphId),
     args: [graph],
+    ...(options.deploymentId ? { memo: { [DEPLOYMENT_MEMO]: options.deploymentId } } : {}),
   });
   return { taskGraphId, handle };
 }

@@ -18,6 +18,16 @@ export const workflowIdFor = (taskGraphId: string) => `task-graph/${taskGraphId}
 /** ApplicationFailure type of an invalid graph (or workflow id, or input): non-retryable, in activities and the workflow. */
 export const INVALID_TASK_GRAPH = 'InvalidTaskGraph';
 
+/**
+ * The memo key holding the id of the deployment that started a graph's workflow (src/db/deployment.ts): a worker
+ * whose database lacks the graph fails it for good only when the memo names its own deployment (docs/temporal.md
+ * § Several deployments on one namespace).
+ */
+export const DEPLOYMENT_MEMO = 'tgsDeployment';
+
+/** ApplicationFailure type (retryable) of an activity that found the graph of another deployment's workflow missing here. */
+export const GRAPH_OF_ANOTHER_DEPLOYMENT = 'GraphOfAnotherDeployment';
+
 /** What `defineSearchAttributeKey(name, 'KEYWORD')` returns, written out: this module takes only types from common. */
 type KeywordKey = ReturnType<typeof defineSearchAttributeKey<'KEYWORD'>>;
 

@@ -291,6 +291,26 @@ for (const impl of implementations) {
       await c.close();
     });
 
+    test("an exchange declared again with another alternate-exchange argument is refused with 406 naming both (a deployment's marker, src/bridge/deploymentMarker.ts)", async () => {
+      const name = `${prefix}marker`;
+      const args = (value: string) => ({ durable: true, arguments: { 'alternate-exchange': value } });
+      await ch.assertExchange(name, 'topic', args('tgs:one'));
+      exchanges.add(name);
+      await ch.assertExchange(name, 'topic', args('tgs:one'));
+      const c = await connectBus(impl.url);
+      c.on('error', () => undefined);
+      const other = await c.createChannel();
+      const closed = new Promise<void>((resolve) => other.on('close', resolve));
+      other.on('error', () => undefined);
+      await assert.rejects(other.assertExchange(name, 'topic', args('tgs:two')), (err: Error & { code?: number }) => {
+        assert.equal(err.code, 406);
+        assert.match(err.message, /PRECONDITION_FAILED - inequivalent arg 'alternate-exchange' for exchange '[^']+' in vhost '\/': received 'tgs:two' but current is 'tgs:one'/);
+        return true;
+      });
+      await closed;
+      await c.close();
+    });
+
     test('the relay publishes outbox rows to this bus in order, with their messageIds, routing keys and CC', async () => {
       let db: TestDatabase | undefined;
       let relay: Awaited<ReturnType<typeof startRelay>> | undefined;

@@ -27,7 +27,7 @@ export const createTaskGraphEndpoint = declare({
   concurrency: 'graphSubmits',
   async handler({ params, body, deps, authorizeExpression }) {
     const result = await createTaskGraph(deps, params.taskGraphId, body, { authorize: authorizeExpression });
-    await startGraphWorkflow(deps.temporal, deps.config, {
+    await startGraphWorkflow(deps.temporal, deps.config, deps.pool, {
       taskGraphId: params.taskGraphId,
       routing: result.graph.routing,
       taskCount: result.graph.task_count,
