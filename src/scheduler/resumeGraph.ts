@@ -2,9 +2,10 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@te
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { withTransaction } from '../db/pool.js';
+import { deploymentIdOf } from '../db/deployment.js';
 import { TgsError } from '../errors.js';
 import type { LazyTemporalClient } from '../temporal/connection.js';
-import { SEARCH_ATTRIBUTES, WORKFLOW_TYPE, workflowIdFor, type TaskGraphInput } from '../workflows/contract.js';
+import { DEPLOYMENT_MEMO, SEARCH_ATTRIBUTES, WORKFLOW_TYPE, workflowIdFor, type TaskGraphInput } from '../workflows/contract.js';
 import { getGraph, requireGraph, type GraphRow } from './graphStore.js';
 
 /**
@@ -31,6 +32,8 @@ export async function resumeGraph(
     throw new TgsError('ServiceUnavailable', `Temporal is unreachable (${(err as Error).message}); retry shortly`);
   }
   const handle = client.workflow.getHandle(workflowIdFor(taskGraphId));
+  // read before the transaction: on the embedded database the transaction holds its one session
+  const deploymentId = await deploymentIdOf(pool);
   return withTransaction(pool, async (db) => {
     const row = (await getGraph(db, taskGraphId, true)) as GraphRow;
     refuseEnded(row);
@@ -50,6 +53,8 @@ export async function resumeGraph(
         workflowId: workflowIdFor(taskGraphId),
         args: [input],
         workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+        // like every graph workflow tgs starts, it names its deployment (src/scheduler/startWorkflow.ts)
+        memo: { [DEPLOYMENT_MEMO]: deploymentId },
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.state, value: 'running' },
           { key: SEARCH_ATTRIBUTES.schedulerId, value: row.scheduler_id },
