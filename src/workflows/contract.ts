@@ -76,6 +76,11 @@ export interface TuningOptions {
   maxDispatchInFlight?: number;
   /** Reconcile with the queue after this long without hearing anything (ms). */
   reconcileAfterMs?: number;
+  /**
+   * While nothing changes, each reconcile waits twice as long as the one before, up to this (ms); news starts again
+   * from reconcileAfterMs. Runs before QUIET_RECONCILE_PATCH reconciled every reconcileAfterMs.
+   */
+  reconcileMaxMs?: number;
   /** Continue-as-new once history has this many events, even if the server has not suggested it. */
   maxHistoryEvents?: number;
   /** Once due to continue as new, the longest wait for the tasks live in the queue to resolve first (ms). */

@@ -73,6 +73,8 @@ export class GraphModel {
   readonly manualReruns = new Set<number>();
   /** members per state, for status and for finished/blocked */
   readonly counts = new Int32Array(NODE_STATE_NAMES.length);
+  /** the same for the nodes that are not members (tasks of other groups this graph requires) */
+  private readonly externalCounts = new Int32Array(NODE_STATE_NAMES.length);
   memberCount = 0;
   private readyQueue: number[] = [];
   private readyHead = 0;
@@ -143,6 +145,8 @@ export class GraphModel {
       if (this.member[i]) {
         this.memberCount++;
         this.counts[state]++;
+      } else {
+        this.externalCounts[state]++;
       }
     }
     const oldSize = this.size;
@@ -213,10 +217,9 @@ export class GraphModel {
     const prev = this.state[i];
     if (prev === next) return;
     this.state[i] = next;
-    if (this.member[i]) {
-      this.counts[prev]--;
-      this.counts[next]++;
-    }
+    const counts = this.member[i] ? this.counts : this.externalCounts;
+    counts[prev]--;
+    counts[next]++;
     if (next === NODE.ready) this.readyQueue.push(i);
     if (next === NODE.rerunPending) this.rerunQueue.push(i);
     const completedChanged = (prev === NODE.completed) !== (next === NODE.completed);
@@ -377,6 +380,15 @@ export class GraphModel {
     const out: number[] = [];
     for (let i = 0; i < this.size; i++) if (this.member[i] && this.state[i] === NODE.scheduled) out.push(i);
     return out;
+  }
+
+  /** How many required tasks of other groups are not resolved yet (unresolvedExternals without the scan). */
+  unresolvedExternalCount(): number {
+    let n = 0;
+    this.externalCounts.forEach((c, s) => {
+      if (!isResolved(s)) n += c;
+    });
+    return n;
   }
 
   unresolvedExternals(): number[] {

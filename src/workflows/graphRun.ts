@@ -45,6 +45,9 @@ const DEFAULT_TUNING: Required<TuningOptions> = {
   dispatchBatch: 1000,
   maxDispatchInFlight: 4,
   reconcileAfterMs: 60_000,
+  // An hour: a graph waiting a day on a live task reconciles 28 times (at 1, 3, 7, 15, 31 and 63 min, then hourly), ~11
+  // history events each, where every 60 s made 1,440 (docs/temporal.md § History a waiting graph writes).
+  reconcileMaxMs: 3_600_000,
   maxHistoryEvents: 10_000,
   // A few seconds drain what a full dispatch left in the queue; a task that runs longer does not hold the graph back.
   continueQuietWaitMs: 30_000,
@@ -65,6 +68,14 @@ export const LEAN_LOOP_PATCH = 'loop-awaits-only-steps-with-work';
  * task that applies it took 60-80 ms each on a 10,000-task graph's start, one after the other.
  */
 export const PAGES_TOGETHER_PATCH = 'node-pages-asked-for-together';
+
+/**
+ * Runs with this patch reconcile only while something is live in the queue (a member scheduled, a required task of
+ * another group unresolved, a schedule the queue refused), and each time twice as long after the last while nothing
+ * changes (reconcileAfterMs up to reconcileMaxMs); a graph blocked with nothing live sets no timer at all. Runs before
+ * it reconciled every reconcileAfterMs whatever the graph held: 172 history events after 17 minutes of a blocked graph.
+ */
+export const QUIET_RECONCILE_PATCH = 'reconcile-only-what-is-live-backing-off';
 // Two: each page's result (up to ~300 KB, more with long labels) sits in the history the worker is sent, and the
 // activity of one overlaps the workflow task applying the other, which is what the start waited on.
 const PAGES_IN_FLIGHT = 2;
@@ -106,6 +117,8 @@ export class GraphRun {
   private cancelReason: string | undefined;
   private reconcileDue = false;
   private lastHeard = 0;
+  /** when the graph last changed by news: a resolution, or a reconcile that found one (QUIET_RECONCILE_PATCH) */
+  private lastNews = 0;
   private dirty = true;
   private inFlight = 0;
   // Schedules the queue refused as not ready: tried again on the next news (a resolution, reconciliation), when the
@@ -116,6 +129,8 @@ export class GraphRun {
   private readonly lean: boolean;
   /** PAGES_TOGETHER_PATCH: decided once, at the start of the run */
   private readonly pagesTogether: boolean;
+  /** QUIET_RECONCILE_PATCH: decided once, at the start of the run */
+  private readonly quietReconcile: boolean;
   /** when this run first could have continued as new with tasks still live in the queue (quietEnoughToContinue) */
   private quietWaitFrom: number | undefined;
   /** load() and listen() done: a Temporal cancellation that came sooner finishes them first (endCanceledByTemporal) */
@@ -138,6 +153,7 @@ export class GraphRun {
     this.wantedNodeCount = meta.nodeCount;
     this.lean = wf.patched(LEAN_LOOP_PATCH);
     this.pagesTogether = wf.patched(PAGES_TOGETHER_PATCH);
+    this.quietReconcile = wf.patched(QUIET_RECONCILE_PATCH);
   }
 
   /** Step 1: the structure (on a first run with the queue's states, else with the carried ones). */
@@ -150,6 +166,7 @@ export class GraphRun {
     this.model.canceled = this.carried?.canceled ?? false;
     this.cancelRequested = this.model.canceled;
     this.lastHeard = Date.now();
+    this.lastNews = this.lastHeard;
     this.loaded = true;
   }
 
@@ -205,6 +222,7 @@ export class GraphRun {
     wf.setHandler(resolutionsSignal, (items) => {
       if (!Array.isArray(items)) return this.refuseSignal(resolutionsSignal.name, 'a list of {taskId, runId, state}');
       this.lastHeard = Date.now();
+      this.lastNews = this.lastHeard;
       this.retryRefusedSchedules();
       for (const r of items) if (r !== null && typeof r === 'object') this.model.applyResolution(r.taskId, r.runId, r.state);
       this.dirty = true;
@@ -306,17 +324,49 @@ export class GraphRun {
     if (!this.carried) await this.publish('running', 'task-graph-running');
   }
 
-  /** Step 4: after reconcileAfterMs without news, the loop asks the queue about live tasks. */
+  /**
+   * Step 4: after reconcileAfterMs without news, the loop asks the queue about live tasks. With QUIET_RECONCILE_PATCH
+   * only while something is live, backing off while nothing changes.
+   */
   reconcileWhenQuiet(): void {
-    void (async () => {
-      for (;;) {
-        await wf.sleep(this.tuning.reconcileAfterMs);
-        if (Date.now() - this.lastHeard >= this.tuning.reconcileAfterMs) {
-          this.reconcileDue = true;
-          this.dirty = true;
-        }
+    const ticker = this.quietReconcile ? this.reconcileWhileLive() : this.reconcileEveryInterval();
+    ticker.catch(endsWithCancellation);
+  }
+
+  private async reconcileEveryInterval(): Promise<never> {
+    for (;;) {
+      await wf.sleep(this.tuning.reconcileAfterMs);
+      if (Date.now() - this.lastHeard >= this.tuning.reconcileAfterMs) {
+        this.reconcileDue = true;
+        this.dirty = true;
       }
-    })().catch(endsWithCancellation);
+    }
+  }
+
+  private async reconcileWhileLive(): Promise<never> {
+    const { reconcileAfterMs, reconcileMaxMs } = this.tuning;
+    let wait = reconcileAfterMs;
+    for (;;) {
+      if (!this.anythingToAsk()) {
+        // nothing the queue could tell: no timer, so a blocked graph's history stays as it is
+        await wf.condition(() => this.anythingToAsk());
+        wait = reconcileAfterMs;
+      }
+      const newsBefore = this.lastNews;
+      await wf.sleep(wait);
+      if (this.lastNews !== newsBefore) {
+        wait = reconcileAfterMs;
+      } else if (this.anythingToAsk()) {
+        this.reconcileDue = true;
+        this.dirty = true;
+        wait = Math.min(wait * 2, Math.max(reconcileMaxMs, reconcileAfterMs));
+      }
+    }
+  }
+
+  /** Something live in the queue the graph waits on, that reconciling could find resolved or ready (O(1)). */
+  private anythingToAsk(): boolean {
+    return this.model.liveMemberCount() > 0 || this.model.unresolvedExternalCount() > 0 || this.refusedSchedules.length > 0;
   }
 
   /** Step 5, until the graph ends or the run continues as new: act on the news, dispatch, announce changes. */
@@ -392,7 +442,10 @@ export class GraphRun {
     this.lastHeard = Date.now();
     const live = [...model.liveMembers(), ...model.unresolvedExternals()].slice(0, 20_000).map((i) => model.taskIds[i]);
     const result = await hot(`reconcile ${live.length} task(s)`).reconcile(this.taskGraphId, live);
-    for (const r of result.resolutions) model.applyResolution(r.taskId, r.runId, r.state);
+    let changed = false;
+    for (const r of result.resolutions) changed = model.applyResolution(r.taskId, r.runId, r.state) || changed;
+    // what a reconcile finds is news: the next one comes reconcileAfterMs after it, not after the back-off
+    if (changed) this.lastNews = Date.now();
     this.wantedNodeCount = Math.max(this.wantedNodeCount, result.nodeCount);
     if (result.nodeCount > model.size) this.dirty = true;
   }

@@ -17,6 +17,8 @@ export class FakeGraph {
   /** queue states reported by reconcile: taskId → resolution */
   queueResolutions = new Map<string, Resolution>();
   nodeCount = 0;
+  /** reconcile calls so far */
+  reconcileCalls = 0;
   /** loadNodes calls so far; while loadGate is set, each waits for it (a load the test holds) */
   loadCalls = 0;
   loadGate: Promise<void> | undefined;
@@ -137,6 +139,8 @@ function makeFakeActivities(self: FakeGraph): Activities {
       return { identity: 'fake-identity', reason: 'fake reason' };
     },
     async reconcile(_id: string, taskIds: string[]): Promise<{ resolutions: Resolution[]; nodeCount: number }> {
+      self.reconcileCalls++;
+      self.notify();
       return { resolutions: taskIds.flatMap((t) => (self.queueResolutions.has(t) ? [self.queueResolutions.get(t) as Resolution] : [])), nodeCount: self.nodeCount };
     },
   };

@@ -21,6 +21,9 @@ import {
   type TuningOptions,
 } from '../../src/workflows/contract.js';
 import { Worker } from '@temporalio/worker';
+import type { temporal } from '@temporalio/proto';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 import { execFileSync } from 'node:child_process';
 import { findTemporalCli } from '../../src/temporal/devServer.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -223,6 +226,49 @@ test('a lost resolution is recovered by reconciling with the queue', async () =>
   await g.waitDispatched('schedule:b');
   g.graph.queueResolutions.set(g.graph.id('b'), { taskId: g.graph.id('b'), runId: 0, state: 'completed' });
   assert.equal((await g.handle.result()).state, 'finished');
+});
+
+/** The history's timers in ms, in the order they were started, and its length. */
+async function historyTimers(handle: { fetchHistory(): Promise<{ events?: HistoryEvent[] | null }> }) {
+  const { events } = await handle.fetchHistory();
+  const timers = (events ?? []).flatMap((e) => {
+    const d = e.timerStartedEventAttributes?.startToFireTimeout;
+    return d ? [Number(d.seconds ?? 0) * 1000 + Math.round((d.nanos ?? 0) / 1e6)] : [];
+  });
+  return { timers, length: (events ?? []).length };
+}
+
+test('a graph blocked with nothing live in the queue sets no timer and reconciles never while it waits', async () => {
+  const g = await start([{ label: 'a' }, { label: 'b', requires: ['a'] }], { reconcileAfterMs: 1000 });
+  await g.waitDispatched('schedule:a');
+  await g.resolve('a', 0, 'failed');
+  await eventually(async () => (await g.status()).state === 'blocked', 'blocked');
+  // the one timer set while `a` was live fires once (news came: no reconcile), then none is set
+  await eventually(async () => (await historyTimers(g.handle)).timers.length === 1, 'the live-time timer');
+  await new Promise((r) => setTimeout(r, 1500));
+  const waited = await historyTimers(g.handle);
+  await new Promise((r) => setTimeout(r, 3000));
+  const later = await historyTimers(g.handle);
+  assert.deepEqual(later, { ...waited }, 'no history event in 3 s of being blocked');
+  assert.deepEqual(later.timers, [1000]);
+  assert.equal(g.graph.reconcileCalls, 0);
+  await g.handle.signal(cancelSignal, {});
+  assert.equal((await g.handle.result()).state, 'canceled');
+});
+
+test('with a task live, reconciles back off while nothing changes, and news starts them again from reconcileAfterMs', async () => {
+  const g = await start([{ label: 'a' }, { label: 'b' }], { reconcileAfterMs: 1000, reconcileMaxMs: 4000 });
+  await g.waitDispatched('schedule:a');
+  await g.waitDispatched('schedule:b');
+  await g.graph.until(() => g.graph.reconcileCalls >= 4, 'four reconciles', 30_000);
+  await g.resolve('a', 0, 'completed');
+  await g.graph.until(() => g.graph.reconcileCalls >= 5, 'a reconcile after the news', 30_000);
+  await g.resolve('b', 0, 'completed');
+  assert.equal((await g.handle.result()).state, 'finished');
+  const { timers } = await historyTimers(g.handle);
+  // doubling to the cap, the cap again, then the news (a's resolution) while waiting: back to reconcileAfterMs
+  assert.deepEqual(timers.slice(0, 6), [1000, 2000, 4000, 4000, 4000, 1000]);
+  assert.equal(g.graph.reconcileCalls, 5);
 });
 
 test('continue-as-new carries the state: a 60-task chain finishes across several runs', async () => {
