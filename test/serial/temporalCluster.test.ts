@@ -123,6 +123,57 @@ test('a blocked graph is listed as blocked, and `temporal workflow signal --name
   assert.deepEqual(await stack.client.workflow.getHandle(workflowId).result(), { taskGraphId, state: 'finished' });
 });
 
+/** A graph whose tasks of the given labels only this test claims (worker type `manual`); the others the fast worker runs. */
+function withManual(graph: ReturnType<typeof graphOf>, ...manual: string[]) {
+  for (const label of manual) (graph.tasks[label].task as { workerType: string }).workerType = 'manual';
+  return graph;
+}
+async function claimAndCompleteManual(taskId: string) {
+  await eventually(async () => (await taskState(taskId)) === 'pending', `${taskId} pending`, 60_000);
+  const claim = await stack.api.request('POST', '/api/queue/v1/claim-work/tgs-test/manual', { tasks: 1, workerGroup: 'g', workerId: 'w' });
+  assert.equal(claim.body.tasks[0]?.status.taskId, taskId, JSON.stringify(claim.body));
+  const done = await stack.api.request('POST', `/api/queue/v1/task/${taskId}/runs/0/completed`);
+  assert.equal(done.status, 200, JSON.stringify(done.body));
+}
+const runsOf = async (taskId: string) => ((await stack.api.request('GET', `/api/queue/v1/task/${taskId}/status`)).body.status.runs as unknown[]).length;
+const workflowStatus = async (workflowId: string) => (await stack.client.workflow.getHandle(workflowId).describe()).status.name;
+
+// Temporal's own buttons on the cluster topology, through the stock CLI (docs/temporal.md § What Temporal's own
+// operations do to a graph); test/e2e/temporalButtons.test.ts tries each in more cases on the dev server.
+test('on the cluster, `temporal workflow cancel` cancels the graph: its unresolved tasks canceled, the workflow Canceled', async () => {
+  const g = await submit(withManual(graphOf({ held: {}, waiting: { requires: ['held'] }, done: {} }), 'held'));
+  await eventually(async () => (await taskState(g.taskId('held'))) === 'pending', 'held pending', 60_000);
+  await eventually(async () => (await taskState(g.taskId('done'))) === 'completed', 'done completed', 60_000);
+  await temporal('workflow', 'cancel', '--workflow-id', g.workflowId);
+  await eventually(async () => (await graphState(g.taskGraphId)) === 'canceled', 'the graph canceled', 60_000);
+  assert.equal(await taskState(g.taskId('held')), 'exception');
+  assert.equal(await taskState(g.taskId('waiting')), 'exception');
+  assert.equal(await taskState(g.taskId('done')), 'completed');
+  await eventually(async () => (await workflowStatus(g.workflowId)) === 'CANCELLED', 'the workflow Canceled', 30_000);
+});
+
+test('on the cluster, `temporal workflow terminate` is noticed within 60 s, and resume finishes the graph with no task run twice', async () => {
+  const g = await submit(withManual(graphOf({ one: {}, two: { requires: ['one'] } }), 'two'));
+  await eventually(async () => (await taskState(g.taskId('two'))) === 'pending', 'two pending', 60_000);
+  await temporal('workflow', 'terminate', '--workflow-id', g.workflowId, '--reason', 'wrong graph');
+  await eventually(async () => (await graphState(g.taskGraphId)) === 'terminated', 'the graph marked terminated', 60_000);
+  const resumed = await stack.api.request('POST', `/api/scheduler/v1/task-graph/${g.taskGraphId}/resume`);
+  assert.equal(resumed.status, 200, JSON.stringify(resumed.body));
+  await claimAndCompleteManual(g.taskId('two'));
+  await eventually(async () => (await graphState(g.taskGraphId)) === 'finished', 'the resumed graph finished', 60_000);
+  assert.equal(await runsOf(g.taskId('one')), 1, 'one ran once');
+  assert.equal(await runsOf(g.taskId('two')), 1, 'two ran once');
+});
+
+test('on the cluster, `temporal workflow reset` to the first workflow task continues the graph with no task run twice', async () => {
+  const g = await submit(withManual(graphOf({ first: {}, held: { requires: ['first'] }, last: { requires: ['held'] } }), 'held'));
+  await eventually(async () => (await taskState(g.taskId('held'))) === 'pending', 'held pending', 60_000);
+  await temporal('workflow', 'reset', '--workflow-id', g.workflowId, '--type', 'FirstWorkflowTask', '--reason', 'test');
+  await claimAndCompleteManual(g.taskId('held'));
+  assert.deepEqual(await stack.client.workflow.getHandle(g.workflowId).result(), { taskGraphId: g.taskGraphId, state: 'finished' });
+  for (const label of ['first', 'held', 'last']) assert.equal(await runsOf(g.taskId(label)), 1, `${label} ran once`);
+});
+
 test('a graph in flight finishes through a SIGKILL of history, a SIGKILL of matching and a restart of the frontend', async () => {
   // Tasks of worker type `manual`: nobody claims them but this test, so each fault strikes between a task's
   // completion and the scheduling of the next, while the resolution travels bridge → signal → workflow.
