@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { createActivities } from '../../src/activities/index.js';
 import { scheduleIdFor } from '../../src/hooks/schedules.js';
-import { scheduledTaskId } from '../../src/hooks/fireTaskId.js';
+import { fireIdKey, scheduledTaskId } from '../../src/hooks/fireTaskId.js';
 import { hookScheduleSweep } from '../../src/hooks/reconcileSweep.js';
 import { LazyTemporalClient } from '../../src/temporal/connection.js';
 import { eventually, type Stack } from '../../support/stack.js';
@@ -63,7 +63,7 @@ test('a hook every 2 s fires at each schedule time, through a scheduler-worker r
   for (const fire of recorded) {
     assert.equal(fire.firedBy, 'schedule');
     assert.equal(fire.result, 'success', JSON.stringify(fire));
-    assert.equal(fire.taskId, scheduledTaskId(hook.hookGroupId, hook.hookId, new Date(fire.taskCreateTime)));
+    assert.equal(fire.taskId, scheduledTaskId(await fireIdKey(stack.api.db.pool), hook.hookGroupId, hook.hookId, new Date(fire.taskCreateTime)));
     const task = ok(await stack.api.request('GET', `/api/queue/v1/task/${fire.taskId}`));
     assert.equal(task.created, fire.taskCreateTime, 'the template\'s `now` is the schedule time');
     assert.deepEqual(task.payload, { firedBy: 'schedule', at: fire.taskCreateTime });
