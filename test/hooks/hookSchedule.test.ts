@@ -22,7 +22,8 @@ const base = `/api/hooks/v1/hooks/${hook.hookGroupId}/${hook.hookId}`;
 const STEP_MS = 2000;
 
 before(async () => {
-  stack = await stackWithHookRole('sched', 'scheduled hooks');
+  // every 2 s: below the 60 s a deployment allows by default (TGS_HOOK_MIN_INTERVAL_S), to see many fires quickly
+  stack = await stackWithHookRole('sched', 'scheduled hooks', { configOverrides: { hookMinIntervalS: 1 } });
 });
 after(async () => {
   await stack?.stop();

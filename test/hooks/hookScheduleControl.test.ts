@@ -19,7 +19,8 @@ import { getHook, getLastFire } from '../../src/hooks/store.js';
 
 let stack: Stack;
 before(async () => {
-  stack = await stackWithHookRole('control', 'controlled hooks');
+  // an every-second schedule is backfilled below: allowed with TGS_HOOK_MIN_INTERVAL_S=1
+  stack = await stackWithHookRole('control', 'controlled hooks', { configOverrides: { hookMinIntervalS: 1 } });
 });
 after(async () => {
   await stack?.stop();

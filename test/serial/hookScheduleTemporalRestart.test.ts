@@ -27,7 +27,7 @@ let stack: Stack;
 before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'tgs-hook-restart-'));
   temporal = await DurableTemporal.start(dir);
-  stack = await stackWithHookRole(hook.hookGroupId, 'scheduled hooks through a Temporal restart', { temporalAddress: temporal.address });
+  stack = await stackWithHookRole(hook.hookGroupId, 'scheduled hooks through a Temporal restart', { temporalAddress: temporal.address, configOverrides: { hookMinIntervalS: 1 } });
 });
 after(async () => {
   await stack?.stop();
