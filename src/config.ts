@@ -70,6 +70,11 @@ export interface Config {
    * they are stored as they are.
    */
   hookTokenKey: Buffer | undefined;
+  /** TGS_HOOK_MIN_INTERVAL_S: the shortest time a hook's schedule may leave between two fires (src/hooks/scheduleInterval.ts). */
+  hookMinIntervalS: number;
+  /** TGS_HOOK_LAST_FIRES_DAYS / _MAX: how long, and how many per hook, fires are kept (src/hooks/lastFiresSweep.ts). */
+  hookLastFiresDays: number;
+  hookLastFiresMax: number;
   /** Largest createTaskGraph / extendTaskGraph body (a 100,000-task graph of the bench is ~35 MB of JSON). */
   maxGraphBytes: number;
   /** Per-process cap on scheduler changes long-polls in flight (src/api/concurrency.ts); beyond it 429. */
@@ -196,6 +201,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     logLevel: logLevelFromEnv(env),
     maxGraphBytes: intFromEnv(env, 'TGS_MAX_GRAPH_BYTES', 256 * 1024 * 1024),
     hookTokenKey: hookTokenKeyFromEnv(env),
+    hookMinIntervalS: intFromEnv(env, 'TGS_HOOK_MIN_INTERVAL_S', 60),
+    hookLastFiresDays: Math.max(1, intFromEnv(env, 'TGS_HOOK_LAST_FIRES_DAYS', 30)),
+    hookLastFiresMax: Math.max(1, intFromEnv(env, 'TGS_HOOK_LAST_FIRES_MAX', 1000)),
     // The API's pool has 20 connections. A nodes read (4) or an artifact read (8) holds one for its whole
     // duration, leaving at least 8 to claims and reports; a changes poll holds one only while its query runs
     // (a few ms every 200 ms), so 64 of them keep about 2 busy on average.

@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 import { LazyTemporalClient } from '../temporal/connection.js';
 import { fireHook } from '../hooks/fire.js';
 import { getHook, getLastFire } from '../hooks/store.js';
-import { scheduledTaskId } from '../hooks/fireTaskId.js';
+import { fireIdKey, scheduledTaskId } from '../hooks/fireTaskId.js';
 import type { HookFireResult } from '../workflows/hookFireContract.js';
 
 /** The activity of a hook's scheduled fire (src/workflows/hookFire.ts). */
@@ -25,7 +25,7 @@ export function hookActivities(deps: { config: Config; pool: pg.Pool; log?: Logg
         return { result: 'no-hook' };
       }
       const now = new Date(input.scheduledAt);
-      const taskId = scheduledTaskId(hook.hookGroupId, hook.hookId, now);
+      const taskId = scheduledTaskId(await fireIdKey(deps.pool), hook.hookGroupId, hook.hookId, now);
       const recorded = await getLastFire(deps.pool, hook.hookGroupId, hook.hookId, taskId);
       if (recorded) return recorded.result === 'success' ? { result: 'created', taskId } : { result: 'refused', taskId, error: recorded.error };
       const outcome = await fireHook({ ...deps, temporal }, hook, { firedBy: 'schedule' }, { taskId, now, firedAt: new Date() });

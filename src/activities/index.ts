@@ -209,7 +209,7 @@ export function createActivities(deps: ActivityDeps): Activities {
         if (row.origin === 'graph') {
           const message = graphMessage(
             config,
-            { taskGraphId, schedulerId: row.scheduler_id, routing: row.routing, state: event.state, taskCount: row.task_count, resumes: row.resumes },
+            { taskGraphId, schedulerId: row.scheduler_id, routing: row.routing, routes: row.routes, state: event.state, taskCount: row.task_count, resumes: row.resumes },
             event.kind as SchedulerExchange,
             event.seq,
             event.blockedBy,

@@ -11,7 +11,6 @@ import { createTaskInGroup } from '../queue/createTask.js';
 import { requireScopes } from '../auth/requireScopes.js';
 import { graphTaskGroups } from '../scheduler/graphGroup.js';
 import { createTaskGraph } from '../scheduler/createTaskGraph.js';
-import { getGraph } from '../scheduler/graphStore.js';
 import { startGraphWorkflow } from '../scheduler/startWorkflow.js';
 import { isGraph, renderHookTask, type FireContext } from './render.js';
 import { getHook, recordLastFire, type FiredBy, type HookDefinition } from './store.js';
@@ -71,13 +70,19 @@ export async function fireHook(
   const scopes = await expandWithStoredRoles(env.pool, [`assume:${role}`]);
   const success = { hookGroupId: hook.hookGroupId, hookId: hook.hookId, taskId, firedBy: context.firedBy, taskCreateTime: now, result: 'success' as const, error: '' };
   if (isGraph(task)) {
+    let stored: 'created' | 'exists';
     try {
-      await fireGraph(env, task, { role, scopes }, taskId, context.firedBy === 'schedule' || context.firedBy === 'pulseMessage');
+      stored = await fireGraph(env, task, { role, scopes }, taskId, async (client) => {
+        // as for a task: the hook's row held against a concurrent removeHook, and the fire recorded with the graph
+        if (!(await getHook(client, hook.hookGroupId, hook.hookId, true))) throw new HookRemoved();
+        await recordLastFire(client, success);
+      });
     } catch (err) {
+      if (err instanceof HookRemoved) return { result: 'no-hook' };
       if (!(err instanceof TgsError)) throw err;
       return refuse(asFireError(role, err, 'createTaskGraph', 'task-graph'));
     }
-    await recordLastFire(env.pool, success);
+    if (stored === 'exists') await recordLastFire(env.pool, success);
     return { result: 'created', taskId };
   }
   const validated = validateTaskDefinition(task, taskId, firedAt);
@@ -127,27 +132,29 @@ function asFireError(role: string, err: TgsError, call: string, what = 'task'): 
 const insufficient = (role: string, detail: string, what = 'task') =>
   new TgsError('InsufficientScopes', `The role \`${role}\` does not have sufficient scopes to create the ${what}:\n\n${detail}`);
 
+/** The hook was removed while its graph was being created: nothing is stored. */
+class HookRemoved extends Error {}
+
 /**
  * Fires a hook whose template renders a task-graph (docs/formats.md § Hooks, tgs's extension): the graph is created
  * as createTaskGraph creates it, acting as the role `hook-id:<hookGroupId>/<hookId>` with its expanded `scopes` (so the
  * role needs `scheduler:create-task-graph` and createTask's scopes for every task), under the fire's taskId as its
- * taskGraphId, and its workflow started. A scheduled fire or a message's (`derivedId`) retried after the graph was
- * stored (its fire not yet recorded) finds the graph under the id only that fire makes, and counts it as created.
+ * taskGraphId, with `record` (the fire) in the creating transaction, and its workflow started. A graph already under
+ * the id counts as this fire only when it is exactly the render (createTaskGraph answers it as not created, and the
+ * caller records the fire then); any other is createTaskGraph's RequestConflict, a refused fire. Before, any graph
+ * under a derived id counted, so a graph someone created under a fire's (then predictable) id was recorded as the
+ * hook's success (security review 2026-11-28, finding 3). A retry after the creating transaction committed finds the
+ * fire recorded and never gets here.
  */
 async function fireGraph(
   env: FireEnv,
   graph: Record<string, unknown>,
   as: { role: string; scopes: string[] },
   taskGraphId: string,
-  derivedId: boolean,
-): Promise<void> {
-  let created;
-  try {
-    created = await createTaskGraph(env, taskGraphId, graph, { authorize: (expr) => requireScopes(as.role, as.scopes, expr) });
-  } catch (err) {
-    if (derivedId && err instanceof TgsError && err.code === 'RequestConflict' && (await getGraph(env.pool, taskGraphId))) return;
-    throw err;
-  }
+  record: (client: pg.PoolClient) => Promise<void>,
+): Promise<'created' | 'exists'> {
+  const created = await createTaskGraph(env, taskGraphId, graph, { authorize: (expr) => requireScopes(as.role, as.scopes, expr), whenCreated: record });
+  if (!created.created) return 'exists';
   try {
     await startGraphWorkflow(env.temporal, env.config, env.pool, {
       taskGraphId,
@@ -160,4 +167,5 @@ async function fireGraph(
     // (src/scheduler/missingWorkflows.ts), so the fire stands.
     if (!(err instanceof TgsError && err.code === 'ServiceUnavailable')) throw err;
   }
+  return 'created';
 }

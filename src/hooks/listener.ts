@@ -5,6 +5,7 @@ import type { BusChannel, BusConnection, BusMessage } from '../exchanges/bus.js'
 import { BusReconnect, consumerChannel, whenLost } from '../exchanges/busReconnect.js';
 import { OutageLog } from '../outageLog.js';
 import type { LazyTemporalClient } from '../temporal/connection.js';
+import { HOW_TO_PIN, unpinnedReason } from './bindings.js';
 import { HOOK_BINDINGS_CHANNEL, hookListenerQueueName, reconcileListenerBindings, type BindingChanges } from './listenerBindings.js';
 import { fireHooksForMessage } from './messageFire.js';
 
@@ -112,9 +113,10 @@ export async function startHookListener(options: {
     const run = reconciling.then(() => reconcileListenerBindings(pool, ch, config, all));
     reconciling = run.catch(() => undefined);
     return run.then((changes) => {
-      const { bound, unbound, skipped } = changes;
+      const { bound, unbound, skipped, unpinned } = changes;
       if (bound.length + unbound.length > 0) log(`hook listener: bound ${JSON.stringify(bound)}, unbound ${JSON.stringify(unbound)}`);
       if (skipped.length > 0 && all) log(`hook listener: not bound (exchanges not of this deployment's prefix): ${JSON.stringify(skipped)}`);
+      if (unpinned.length > 0 && all) log(`hook listener: not bound, their hooks fire on none of them until updated: ${unpinnedReason(unpinned)}. ${HOW_TO_PIN}`);
       return changes;
     });
   };

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { Config } from '../config.js';
 import { withTransaction, type Queryable } from '../db/pool.js';
 import type { BusChannel } from '../exchanges/bus.js';
-import { bindableExchanges, bindingKey } from './bindings.js';
+import { bindableExchanges, bindingKey, pinsProtectedWord } from './bindings.js';
 import { listAllBindings, type Binding } from './store.js';
 
 /** The `hook_listener_bindings` table (migration 026) and the reconciliation of the listener queue's bindings with the hooks. */
@@ -34,6 +34,11 @@ export interface BindingChanges {
   unbound: Binding[];
   /** bindings of hooks to exchanges no longer bindable here (TGS_EXCHANGE_PREFIX changed since): not bound */
   skipped: Binding[];
+  /**
+   * bindings stored before the rule that a binding pins a protected word (src/hooks/bindings.ts), which no longer
+   * validate: not bound, and never fired even when another hook's binding brings their message
+   */
+  unpinned: Binding[];
 }
 
 /**
@@ -56,8 +61,9 @@ export async function reconcileListenerBindings(
     await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`tgs/hook-listener/${queueName}`]);
     const bindable = bindableExchanges(config.exchangePrefix);
     const requested = await listAllBindings(db);
-    const wanted = requested.filter((b) => bindable.has(b.exchange));
+    const wanted = requested.filter((b) => bindable.has(b.exchange) && pinsProtectedWord(b));
     const skipped = requested.filter((b) => !bindable.has(b.exchange));
+    const unpinned = requested.filter((b) => bindable.has(b.exchange) && !pinsProtectedWord(b));
     const recorded = await recordedBindings(db, queueName);
     const recordedKeys = new Set(recorded.map(bindingKey));
     const wantedKeys = new Set(wanted.map(bindingKey));
@@ -81,6 +87,6 @@ export async function reconcileListenerBindings(
         b.routingKeyPattern,
       ]);
     }
-    return { bound: all ? bound.filter((b) => !recordedKeys.has(bindingKey(b))) : bound, unbound, skipped };
+    return { bound: all ? bound.filter((b) => !recordedKeys.has(bindingKey(b))) : bound, unbound, skipped, unpinned };
   });
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { TgsError } from '../errors.js';
 import { bindingsMatch } from './bindings.js';
 import { fireHook, type FireEnv } from './fire.js';
-import { messageTaskId } from './fireTaskId.js';
+import { fireIdKey, messageTaskId } from './fireTaskId.js';
 import { checkTriggerPayload } from './triggerSchema.js';
 import { getLastFire, listHooksBoundTo } from './store.js';
 
@@ -57,9 +57,8 @@ export async function fireHooksForMessage(env: FireEnv, message: BoundMessage, n
   }
   if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) return { ...fires, unparsable: true };
   const key = messageKey(message);
-  const routingKeys = [message.routingKey, ...message.cc];
   for (const hook of await listHooksBoundTo(env.pool, message.exchange)) {
-    if (!bindingsMatch(hook.bindings, message.exchange, routingKeys)) continue;
+    if (!bindingsMatch(hook.bindings, message.exchange, message.routingKey, message.cc)) continue;
     try {
       checkTriggerPayload(hook.triggerSchema, payload);
     } catch (err) {
@@ -67,7 +66,7 @@ export async function fireHooksForMessage(env: FireEnv, message: BoundMessage, n
       fires.discarded++;
       continue;
     }
-    const taskId = messageTaskId(hook.hookGroupId, hook.hookId, key);
+    const taskId = messageTaskId(await fireIdKey(env.pool), hook.hookGroupId, hook.hookId, key);
     if (await getLastFire(env.pool, hook.hookGroupId, hook.hookId, taskId)) {
       fires.alreadyFired++;
       continue;

@@ -45,7 +45,9 @@ export const completedExchange = (exchangePrefix: string) => queueExchangeName(e
 export const completionEntries = (param: string) => `
   SELECT CASE WHEN strpos(e.path, '.') > 0 THEN regexp_replace(e.path, '\\.[^.]*$', '') ELSE '' END AS namespace,
          substring(e.path from '[^.]*$') AS name,
-         COALESCE((x.index->>'rank')::float8, 0) AS rank, t.task_id,
+         -- a cache entry's rank is fixed: extra.index.rank is not part of the key, so a rank there would pin a
+         -- poisoned entry against the key's later completions and refresh (security review 2026-11-28, #7)
+         CASE WHEN e.path LIKE 'tgs.cache.%' THEN 0 ELSE COALESCE((x.index->>'rank')::float8, 0) END AS rank, t.task_id,
          COALESCE(x.index->'data', '{}'::jsonb) AS data,
          COALESCE(tgs_index_expires(x.index->'expires'), t.expires) AS expires, c.ord
     FROM unnest(${param}::text[]) WITH ORDINALITY AS c(task_id, ord)

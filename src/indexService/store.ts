@@ -45,7 +45,7 @@ const toEntry = (row: EntryRow): IndexedTask => ({
 /**
  * The upsert every write of the index goes through, from `source`: a query of rows (namespace, name, rank, task_id,
  * data, expires, ord). The rank rule, Taskcluster's: an entry is replaced by one of higher or equal rank, never by
- * a lower one (an expired entry not yet swept counts as absent). Rows of one path in one call (two completions of a
+ * a lower one (an expired entry not yet swept counts as absent), except under `tgs.cache.`, where the latest write always wins (a cache entry's rank is fixed, src/indexService/completions.ts, so `refresh` overwrites). Rows of one path in one call (two completions of a
  * relay batch) leave the highest rank, and of equal ranks the latest `ord`: the same as writing them one by one
  * in order, in one statement (ON CONFLICT may not touch a row twice). The namespaces above every entry written are
  * created or have their expiry moved up to the entry's, rounded up to the next midnight (UTC; within year 9999). Rows are written
@@ -59,7 +59,7 @@ export const upsertStatement = (source: string) => `WITH src AS (${source}),
     SELECT ${ENTRY_COLUMNS} FROM picked ORDER BY namespace, name
     ON CONFLICT (namespace, name) DO UPDATE
        SET rank = EXCLUDED.rank, task_id = EXCLUDED.task_id, data = EXCLUDED.data, expires = EXCLUDED.expires
-     WHERE t.rank <= EXCLUDED.rank OR t.expires <= now()
+     WHERE t.rank <= EXCLUDED.rank OR t.expires <= now() OR t.namespace LIKE 'tgs.cache.%'
     RETURNING t.namespace, t.name, t.rank, t.task_id, t.data, t.expires),
   parts AS (
     SELECT array_to_string(s.p[1:i - 1], '.') AS parent, s.p[i] AS name,

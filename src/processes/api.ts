@@ -15,6 +15,7 @@ import { indexEndpoints } from '../indexService/api/index.js';
 import { expireIndex } from '../indexService/store.js';
 import { hooksEndpoints } from '../hooks/api/index.js';
 import { hookScheduleSweep } from '../hooks/reconcileSweep.js';
+import { lastFiresSweep } from '../hooks/lastFiresSweep.js';
 import type { ApiDeps } from '../api/deps.js';
 import '../queue/apiDeps.js'; // the queue's members of ApiDeps
 import type { Endpoint } from '../api/endpoint.js';
@@ -82,6 +83,7 @@ export async function buildApi(config: Config, options: ApiServerOptions & { log
     ['index expiry', () => expireIndex(pool)],
     ['stalled tasks', stallSweep(pool, config, () => workers.flush())],
     ['hook schedules', hookScheduleSweep(pool, config, temporal, infoLine ?? logLine)],
+    ['hook last fires', lastFiresSweep(pool, config)],
   ]);
   const app = createApiServer(deps, apiEndpoints, options);
   registerHttpMetrics(app, apiEndpoints, options.logger);

@@ -20,6 +20,7 @@ export interface CreatedGraph {
 
 export interface GraphEnvelope {
   routing: string;
+  routes: string[];
   scopes: string[];
   metadata: Record<string, string>;
   tags: Record<string, string>;
@@ -53,7 +54,12 @@ export async function createTaskGraph(
   deps: { config: Config; pool: pg.Pool },
   taskGraphId: string,
   body: GraphBody,
-  options: { authorize?: (expr: ScopeExpression) => void; now?: Date } = {},
+  options: {
+    authorize?: (expr: ScopeExpression) => void;
+    now?: Date;
+    /** run in the creating transaction once a new graph is written (a hook records its fire there: src/hooks/fire.ts) */
+    whenCreated?: (client: pg.PoolClient) => Promise<void>;
+  } = {},
 ): Promise<CreatedGraph & { created: boolean }> {
   const { config, pool } = deps;
   // Before any work on the body: a caller who may not create graphs at all learns it at once.
@@ -98,10 +104,12 @@ export async function createTaskGraph(
       const envelope = validateInput<GraphEnvelope>(graphEnvelopeSchema, raw);
       if (!tasksSeen) throw new TgsError('InputValidationError', "Input does not match the schema:\nbody must have required property 'tasks'");
       intake.finish(envelope.scopes);
-      // graphs stored before `cacheMode` existed were hashed without it: its default must not change their hash
-      const { cacheMode, ...rest } = envelope;
-      const hashed = cacheMode === 'use' ? rest : envelope;
-      options.authorize?.({ AllOf: ['scheduler:create-task-graph', ...envelope.scopes] });
+      // graphs stored before `cacheMode` and `routes` existed were hashed without them: their defaults must not change
+      // their hash
+      const { cacheMode, routes, ...rest } = envelope;
+      const hashed = { ...rest, ...(cacheMode === 'use' ? {} : { cacheMode }), ...(routes.length === 0 ? {} : { routes }) };
+      // a route is a CC key of the graph's messages, which hooks trust as the submitter's word: Taskcluster's scope
+      options.authorize?.({ AllOf: ['scheduler:create-task-graph', ...envelope.scopes, ...routes.map((r) => `queue:route:${r}`)] });
       if (already) {
         const hash = intake.keptNodes ? graphHash({ ...hashed, tasks: intake.keptNodes }) : intake.graphHash({ ...hashed });
         if (already.graph_hash !== hash) throw conflict(taskGraphId);
@@ -118,11 +126,12 @@ export async function createTaskGraph(
         );
       }
       const { rows } = await client.query<GraphRow>(
-        `UPDATE task_graphs SET routing = $2, graph_hash = $3, scopes = $4, metadata = $5, tags = $6, updated = now()
+        `UPDATE task_graphs SET routing = $2, graph_hash = $3, scopes = $4, metadata = $5, tags = $6, routes = $7, updated = now()
          WHERE task_graph_id = $1 RETURNING *`,
-        [taskGraphId, envelope.routing, intake.graphHash({ ...hashed }), envelope.scopes, envelope.metadata, envelope.tags],
+        [taskGraphId, envelope.routing, intake.graphHash({ ...hashed }), envelope.scopes, envelope.metadata, envelope.tags, routes],
       );
       await setNodeCounts(client, taskGraphId, intake.count, intake.count);
+      await options.whenCreated?.(client);
       return { graph: { ...rows[0], node_count: intake.count, task_count: intake.count }, tasks: intake.created(), created: true };
     });
   } catch (err) {

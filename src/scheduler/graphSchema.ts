@@ -38,6 +38,15 @@ export const graphNodeSchema: JsonSchema = {
 
 const envelopeProperties = {
   routing: { type: 'string', maxLength: 10, pattern: '^[A-Za-z0-9_-]*$', default: '' },
+  // CC routing keys `route.<route>` of the graph's scheduler messages, each needing `queue:route:<route>` of the
+  // submitter (as a task's routes do): the words of a graph's messages a hook may bind to (docs/formats.md § Hooks)
+  routes: {
+    type: 'array',
+    maxItems: 64,
+    uniqueItems: true,
+    items: { type: 'string', minLength: 1, maxLength: 249, pattern: '^[\\x21-\\x7e]*$' },
+    default: [],
+  },
   scopes: { type: 'array', maxItems: 1000, items: { type: 'string', pattern: '^[\\x20-\\x7e]*$' }, default: [] },
   metadata: {
     type: 'object',

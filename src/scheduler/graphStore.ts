@@ -9,6 +9,8 @@ export interface GraphRow {
   task_graph_id: string;
   scheduler_id: string;
   routing: string;
+  /** the graph's routes: its scheduler messages' CC keys `route.<route>` (migration 043) */
+  routes: string[];
   state: GraphState;
   origin: 'graph' | 'queue';
   graph_hash: string | null;

@@ -22,7 +22,7 @@ export const graphMessageSchema = {
 
 export function graphMessage(
   config: Config,
-  graph: { taskGraphId: string; schedulerId: string; routing: string; state: GraphState; taskCount: number; resumes?: number },
+  graph: { taskGraphId: string; schedulerId: string; routing: string; routes?: string[]; state: GraphState; taskCount: number; resumes?: number },
   exchange: SchedulerExchange,
   seq: number,
   blockedBy: string[],
@@ -37,6 +37,9 @@ export function graphMessage(
   return {
     exchange: schedulerExchangeName(config.exchangePrefix, exchange),
     routingKey: graphRoutingKey(graph.schedulerId, graph.taskGraphId, graph.routing),
+    // Taskcluster's CC keys, as a task's messages carry them: granted by `queue:route:` scopes at submit, so the only
+    // words of a graph message a hook binding can trust (src/hooks/bindings.ts)
+    ...(graph.routes && graph.routes.length > 0 ? { cc: graph.routes.map((r) => `route.${r}`) } : {}),
     payload,
     // The workflow numbers each exchange's messages, so a retried activity repeats the same id; a resumed graph's
     // workflow numbers them anew, under the count of resumes (docs/formats.md § Scheduler exchanges).

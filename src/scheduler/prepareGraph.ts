@@ -12,7 +12,7 @@ const TASK_ROUTING_PATTERN = /^[A-Za-z0-9_-]{0,10}$/;
  * Replaces every `{"$subs": "taskId:<label>"}` with that label's taskId; records malformed ones. A part without any
  * `$subs` is returned as it is, not copied: validateTaskDefinition copies the whole definition anyway.
  */
-export function substitute(value: unknown, taskIdOf: (label: string) => string, errors: string[]): unknown {
+export function substitute(value: unknown, taskIdOf: (label: string) => unknown, errors: string[]): unknown {
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;
     for (let i = 0; i < value.length; i++) {

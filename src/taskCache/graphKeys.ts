@@ -32,7 +32,7 @@ export function computeNodeKeys(
     slot(label: string): number;
     existingKey(idx: number): string | undefined;
     /** The payload with each `$subs` replaced by `replace(label)` (the graph format's substitution, the scheduler's). */
-    substitute(payload: unknown, replace: (label: string) => string): unknown;
+    substitute(payload: unknown, replace: (label: string) => unknown): unknown;
   },
 ): NodeKeys {
   const byIdx = new Map(held.map((n) => [n.idx, n]));
@@ -80,7 +80,10 @@ export function computeNodeKeys(
         continue;
       }
       stack.pop();
-      const payload = names.substitute(node.rawPayload, (label) => `cache-key:${keyOf(names.slot(label))}`);
+      // An object the intake refuses in a payload (a `$subs` that is not `taskId:<label>`), so no payload text can
+      // stand for a dependency's key: the string `cache-key:<key>` used before could be written literally, and a graph
+      // that did so shared the key of one whose `$subs` named a task with that key (security review 2026-11-28, #7).
+      const payload = names.substitute(node.rawPayload, (label) => ({ $subs: `cache-key:${keyOf(names.slot(label))}` }));
       const inputs = keyInputs({
         name: node.spec.name,
         digestData: node.spec.digestData,

@@ -4,7 +4,7 @@ import { canonicalDigest } from '../canonicalJson.js';
 /**
  * A cached node's key (docs/formats.md § Cached tasks): computed by tgs from what the task does, never taken from
  * the caller. The inputs are the cache `name` and `digestData`, the task's `taskQueueId`, its `payload` with every
- * `$subs` of another label replaced by that label's key (a dependency's taskId is fresh in every graph, so it would
+ * `$subs` of another label replaced by `{"$subs": "cache-key:<that label's key>"}` (a dependency's taskId is fresh in every graph, so it would
  * make every key unique), its sorted `scopes`, and the sorted keys of the nodes it requires. A change anywhere
  * upstream changes a dependency's key, so it changes every key downstream. Not part of the key: deadline, expires,
  * priority, metadata, tags, routes, extra (they say when and how visibly the work runs, not what it computes).
@@ -18,8 +18,12 @@ export interface CacheKeyInputs {
   requires: string[];
 }
 
-/** Versioned: a change of what goes into a key changes the version, so old entries can never match a new key. */
-export const CACHE_KEY_VERSION = 'tgs-cache-key-v1';
+/**
+ * Versioned: a change of what goes into a key changes the version, so old entries can never match a new key. v2: a
+ * dependency's key in a payload is `{"$subs": "cache-key:<key>"}`, which no payload can hold, instead of the string
+ * `cache-key:<key>`, which one could (so v1 entries, which a literal may have poisoned, are never found again).
+ */
+export const CACHE_KEY_VERSION = 'tgs-cache-key-v2';
 
 /** The key: hex sha256 of the version and the inputs' canonical JSON (keys sorted). 64 characters. */
 export function cacheKey(inputs: CacheKeyInputs): string {

@@ -323,3 +323,40 @@ test('the CLI: `tgs cache why` prints the key and where the run came from, by ta
   assert.ok(api.entries.length > 0);
   assert.equal(listed, api.entries.map((e) => `${e.key}  ${e.taskId}  expires ${e.expires}\n`).join(''));
 });
+
+test('security review 2026-11-28 #7: a payload holding a dependency\'s key as text gets its own key, and a rank in `extra.index` neither pins an entry nor outlasts `refresh`', async () => {
+  const payload = { flags: 'poison' };
+  const dep = await submit(toolGraph({ toolPayload: payload }));
+  await finished(dep.taskGraphId);
+  const depKey = (await why(dep, 'toolchain')).key;
+  // the review's graph: `use` names the dependency's key literally where the genuine graph has the $subs, rank 1e9
+  const useNode = (toolchain: unknown, extra: Record<string, unknown> = {}) => ({
+    requires: ['toolchain'],
+    cache: { name: 'use' },
+    task: { ...cacheTask('use', { kind: 'use', toolchain }), extra },
+  });
+  const graph = (toolchain: unknown, extra: Record<string, unknown> = {}, cacheMode?: string) => ({
+    ...(cacheMode ? { cacheMode } : {}),
+    tasks: { toolchain: toolGraph({ toolPayload: payload }).tasks.toolchain, use: useNode(toolchain, extra) },
+  });
+  const poisoned = await submit(graph(`cache-key:${depKey}`, { index: { rank: 1e9 } }));
+  await finished(poisoned.taskGraphId);
+  const genuine = await submit(graph({ $subs: 'taskId:toolchain' }));
+  await finished(genuine.taskGraphId);
+  const genuineKey = (await why(genuine, 'use')).key;
+  assert.notEqual(genuineKey, (await why(poisoned, 'use')).key, 'the literal text does not stand for the key');
+  assert.ok(claimed.includes(genuine.id('use')), 'the genuine node ran instead of reusing the forged one');
+
+  // the same key completed with a huge rank first: the entry's rank is fixed, and refresh overwrites it
+  const path = `tgs.cache.low.use.${genuineKey}`;
+  const ranked = await submit(graph({ $subs: 'taskId:toolchain' }, { index: { rank: 1e9 } }, 'refresh'));
+  await finished(ranked.taskGraphId);
+  const entry = await eventually(async () => {
+    const e = (await stack.api.request('GET', `/api/index/v1/task/${path}`, undefined, null)).body as { taskId: string; rank: number };
+    return e.taskId === ranked.id('use') && e;
+  }, 'the ranked completion indexed');
+  assert.equal(entry.rank, 0, 'extra.index.rank is ignored under tgs.cache.');
+  const refreshed = await submit(graph({ $subs: 'taskId:toolchain' }, {}, 'refresh'));
+  await finished(refreshed.taskGraphId);
+  await eventually(async () => (await entryAt(path)).taskId === refreshed.id('use'), 'refresh overwrote the entry');
+});

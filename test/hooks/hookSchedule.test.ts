@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { ScheduleNotFoundError } from '@temporalio/client';
 import { createActivities } from '../../src/activities/index.js';
 import { scheduleIdFor } from '../../src/hooks/schedules.js';
-import { scheduledTaskId } from '../../src/hooks/fireTaskId.js';
+import { fireIdKey, scheduledTaskId } from '../../src/hooks/fireTaskId.js';
 import { hookScheduleSweep } from '../../src/hooks/reconcileSweep.js';
 import { LazyTemporalClient } from '../../src/temporal/connection.js';
 import { eventually, type Stack } from '../../support/stack.js';
@@ -22,7 +22,8 @@ const base = `/api/hooks/v1/hooks/${hook.hookGroupId}/${hook.hookId}`;
 const STEP_MS = 2000;
 
 before(async () => {
-  stack = await stackWithHookRole('sched', 'scheduled hooks');
+  // every 2 s: below the 60 s a deployment allows by default (TGS_HOOK_MIN_INTERVAL_S), to see many fires quickly
+  stack = await stackWithHookRole('sched', 'scheduled hooks', { configOverrides: { hookMinIntervalS: 1 } });
 });
 after(async () => {
   await stack?.stop();
@@ -63,7 +64,7 @@ test('a hook every 2 s fires at each schedule time, through a scheduler-worker r
   for (const fire of recorded) {
     assert.equal(fire.firedBy, 'schedule');
     assert.equal(fire.result, 'success', JSON.stringify(fire));
-    assert.equal(fire.taskId, scheduledTaskId(hook.hookGroupId, hook.hookId, new Date(fire.taskCreateTime)));
+    assert.equal(fire.taskId, scheduledTaskId(await fireIdKey(stack.api.db.pool), hook.hookGroupId, hook.hookId, new Date(fire.taskCreateTime)));
     const task = ok(await stack.api.request('GET', `/api/queue/v1/task/${fire.taskId}`));
     assert.equal(task.created, fire.taskCreateTime, 'the template\'s `now` is the schedule time');
     assert.deepEqual(task.payload, { firedBy: 'schedule', at: fire.taskCreateTime });

@@ -1,12 +1,16 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { scheduleIdFor } from '../../src/hooks/schedules.js';
-import { scheduledTaskId } from '../../src/hooks/fireTaskId.js';
+import { fireIdKey, scheduledTaskId } from '../../src/hooks/fireTaskId.js';
 import { hookScheduleSweep } from '../../src/hooks/reconcileSweep.js';
 import { LazyTemporalClient } from '../../src/temporal/connection.js';
 import { eventually, type Stack } from '../../support/stack.js';
 import { ok, stackWithHookRole } from './hookStack.js';
-import { fastTask } from '../../support/graphs.js';
+import { fastTask, graphOf } from '../../support/graphs.js';
+import { createHash } from 'node:crypto';
+import slugid from 'slugid';
+import { fireHook } from '../../src/hooks/fire.js';
+import { getHook, getLastFire } from '../../src/hooks/store.js';
 
 /*
  * tgs's extensions of the Hooks service on the real stack: pause and unpause, the overlap policy and catch-up window,
@@ -15,7 +19,8 @@ import { fastTask } from '../../support/graphs.js';
 
 let stack: Stack;
 before(async () => {
-  stack = await stackWithHookRole('control', 'controlled hooks');
+  // an every-second schedule is backfilled below: allowed with TGS_HOOK_MIN_INTERVAL_S=1
+  stack = await stackWithHookRole('control', 'controlled hooks', { configOverrides: { hookMinIntervalS: 1 } });
 });
 after(async () => {
   await stack?.stop();
@@ -47,7 +52,7 @@ test('backfill fires once per past schedule time with `now` at that time; backfi
   for (const fire of fired) {
     assert.equal(fire.result, 'success', fire.error);
     assert.equal(fire.firedBy, 'schedule');
-    assert.equal(fire.taskId, scheduledTaskId('control', 'backfilled', new Date(fire.taskCreateTime)));
+    assert.equal(fire.taskId, scheduledTaskId(await fireIdKey(stack.api.db.pool), 'control', 'backfilled', new Date(fire.taskCreateTime)));
     assert.deepEqual(ok(await stack.api.request('GET', `/api/queue/v1/task/${fire.taskId}`)).payload, { at: fire.taskCreateTime });
   }
 
@@ -154,4 +159,51 @@ test('a hook whose template renders a task-graph fires the whole graph as its ro
   const { lastFires } = ok(await stack.api.request('GET', '/api/hooks/v1/hooks/graphs-denied/nightly/last-fires'));
   assert.equal(lastFires[0].result, 'error');
   assert.equal((await stack.api.request('GET', `/api/scheduler/v1/task-graph/${lastFires[0].taskId}/info`)).status, 404);
+});
+
+test('security review 2026-11-28 #3: a fire id is not computable from public data, and a graph created under it first is refused, never recorded as the fire', async () => {
+  ok(await stack.api.request('PUT', `/api/auth/v1/roles/${encodeURIComponent('hook-id:squat/*')}`, {
+    description: 'graph hooks',
+    scopes: ['scheduler:create-task-graph', 'queue:create-task:lowest:tgs-test/fast', `queue:scheduler-id:${stack.config.schedulerId}`],
+  }));
+  ok(await stack.api.request('PUT', '/api/hooks/v1/hooks/squat/graphsched', {
+    metadata: { name: 'official nightly', description: 'the official nightly graph', owner: 'hooks@example.com' },
+    task: { metadata: { name: 'official nightly' }, tasks: { build: { task: { ...fastTask('official build'), created: undefined, deadline: undefined } } } },
+  }));
+  const hook = (await getHook(stack.api.db.pool, 'squat', 'graphsched'))!;
+  const at = new Date(Math.ceil(Date.now() / 60_000) * 60_000);
+  const key = await fireIdKey(stack.api.db.pool);
+  const taskId = scheduledTaskId(key, 'squat', 'graphsched', at);
+  // the review computed ids as the digest of (hookGroupId, hookId, time): public data
+  const bytes = createHash('sha256').update(JSON.stringify(['squat', 'graphsched', at.toISOString()])).digest().subarray(0, 16);
+  bytes[6] = (bytes[6] & 0x0f) | 0x40;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  assert.notEqual(taskId, bytes.toString('base64url'));
+  assert.notEqual(taskId, scheduledTaskId(`${key}x`, 'squat', 'graphsched', at), 'the id depends on the deployment\'s key');
+
+  // were the id known anyway: a graph under it, made first, is not the render, so the fire is refused, not counted
+  ok(await stack.api.request('PUT', `/api/scheduler/v1/task-graph/${taskId}`, graphOf({ attacker: { payload: { run: 'echo ATTACKER' } } })));
+  const temporal = new LazyTemporalClient(stack.config);
+  try {
+    const env = { pool: stack.api.db.pool, config: stack.config, temporal };
+    const squatted = await fireHook(env, hook, { firedBy: 'schedule' }, { taskId, now: at });
+    assert.equal(squatted.result, 'refused');
+    assert.match((squatted as { error: Error }).error.message, /RequestConflict/);
+    assert.equal((await getLastFire(stack.api.db.pool, 'squat', 'graphsched', taskId))?.result, 'error');
+
+    // a free id: the graph and its fire commit together, so a retry (the activity looks for the fire first) does nothing
+    const next = new Date(at.getTime() + 60_000);
+    const freeId = scheduledTaskId(key, 'squat', 'graphsched', next);
+    assert.equal((await fireHook(env, hook, { firedBy: 'schedule' }, { taskId: freeId, now: next })).result, 'created');
+    assert.equal((await getLastFire(stack.api.db.pool, 'squat', 'graphsched', freeId))?.result, 'success');
+    assert.equal(ok(await stack.api.request('GET', `/api/scheduler/v1/task-graph/${freeId}/info`)).metadata.name, 'official nightly');
+    // a graph that is exactly the render (a trigger answered twice under one id) is the fire
+    const again = slugid.nice();
+    assert.equal((await fireHook(env, hook, { firedBy: 'schedule' }, { taskId: again, now: next, firedAt: next })).result, 'created');
+    await stack.api.db.pool.query("DELETE FROM hook_last_fires WHERE task_id = $1", [again]);
+    assert.equal((await fireHook(env, hook, { firedBy: 'schedule' }, { taskId: again, now: next, firedAt: next })).result, 'created');
+    assert.equal((await getLastFire(stack.api.db.pool, 'squat', 'graphsched', again))?.result, 'success');
+  } finally {
+    await temporal.close();
+  }
 });

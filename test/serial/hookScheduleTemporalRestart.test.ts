@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DurableTemporal } from '../../bench/chaos/temporal.js';
 import { scheduleIdFor } from '../../src/hooks/schedules.js';
-import { scheduledTaskId } from '../../src/hooks/fireTaskId.js';
+import { fireIdKey, scheduledTaskId } from '../../src/hooks/fireTaskId.js';
 import { eventually, type Stack } from '../../support/stack.js';
 import { lastFires, ok, stackWithHookRole } from '../hooks/hookStack.js';
 import { fastTask } from '../../support/graphs.js';
@@ -27,7 +27,7 @@ let stack: Stack;
 before(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'tgs-hook-restart-'));
   temporal = await DurableTemporal.start(dir);
-  stack = await stackWithHookRole(hook.hookGroupId, 'scheduled hooks through a Temporal restart', { temporalAddress: temporal.address });
+  stack = await stackWithHookRole(hook.hookGroupId, 'scheduled hooks through a Temporal restart', { temporalAddress: temporal.address, configOverrides: { hookMinIntervalS: 1 } });
 });
 after(async () => {
   await stack?.stop();
@@ -68,7 +68,7 @@ test('a hook every 2 s loses and doubles no fire through a Temporal server kill 
   assert.equal(new Set(recorded.map((f) => f.taskId)).size, recorded.length, 'no taskId twice');
   for (const fire of recorded) {
     assert.equal(fire.result, 'success', JSON.stringify(fire));
-    assert.equal(fire.taskId, scheduledTaskId(hook.hookGroupId, hook.hookId, new Date(fire.taskCreateTime)));
+    assert.equal(fire.taskId, scheduledTaskId(await fireIdKey(stack.api.db.pool), hook.hookGroupId, hook.hookId, new Date(fire.taskCreateTime)));
   }
   // none lost: the schedule times are consecutive, the outage's included (taken late, when the server was back)
   const times = recorded.map((f) => Date.parse(f.taskCreateTime)).sort((a, b) => a - b);

@@ -33,7 +33,7 @@ const names = (existing: Record<number, string> = {}) => ({
   labelAt: (idx: number) => labels[idx],
   slot: (label: string) => labels.indexOf(label),
   existingKey: (idx: number) => existing[idx],
-  substitute: (payload: unknown, replace: (label: string) => string) => substitute(payload, replace, []),
+  substitute: (payload: unknown, replace: (label: string) => unknown) => substitute(payload, replace, []),
 });
 const held = (idx: number, requires: number[], payload: unknown = {}): HeldNode => ({ idx, label: labels[idx], spec: spec(labels[idx]), rawPayload: payload, requires, taskQueueId: 'p/w', scopes: [] });
 
@@ -47,8 +47,24 @@ test('keys chain through dependencies: a dependency\'s $subs becomes its key, so
     assert.equal(one.keys.get(idx)?.key, again.keys.get(idx)?.key);
     assert.notEqual(one.keys.get(idx)?.key, changed.keys.get(idx)?.key, `node ${idx}`);
   }
-  assert.deepEqual(one.keys.get(2)?.inputs.payload, { up: `cache-key:${one.keys.get(1)?.key}` });
+  assert.deepEqual(one.keys.get(2)?.inputs.payload, { up: { $subs: `cache-key:${one.keys.get(1)?.key}` } });
   assert.deepEqual(one.keys.get(2)?.inputs.requires, [one.keys.get(1)?.key]);
+});
+
+test('security review 2026-11-28 #7: a payload cannot hold text that stands for a dependency\'s key, so it never shares the key of a graph whose $subs names it', () => {
+  const genuine = computeNodeKeys([held(1, [0], { dep: { $subs: 'taskId:a' } }), held(0, [])], names());
+  const depKey = genuine.keys.get(0)?.key as string;
+  // the review's forgery: the dependency's key (public through the cache API) written literally where the $subs was
+  for (const forged of [`cache-key:${depKey}`, { $subs: `cache-key:${depKey}` }]) {
+    const errors: string[] = [];
+    const attempt = computeNodeKeys([held(1, [0], { dep: forged }), held(0, [])], {
+      ...names(),
+      substitute: (payload: unknown, replace: (label: string) => unknown) => substitute(payload, replace, errors),
+    });
+    if (typeof forged === 'string') assert.notEqual(attempt.keys.get(1)?.key, genuine.keys.get(1)?.key);
+    // the object form is refused by the intake (a $subs that is not `taskId:<label>`) before any key is used
+    else assert.match(errors.join('\n'), /bad \$subs .*expected exactly \{"\$subs": "taskId:<label>"\}/);
+  }
 });
 
 test('a cached node requiring (or naming in $subs) a node that is not cached is refused naming both; an existing cached node counts', () => {

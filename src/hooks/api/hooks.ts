@@ -5,6 +5,7 @@ import { notifyAfterCommit, withTransaction } from '../../db/pool.js';
 import { TgsError } from '../../errors.js';
 import { checkSchedulePatterns, deleteHookSchedule, scheduleIdFor } from '../schedules.js';
 import { checkBindings } from '../bindings.js';
+import { checkScheduleInterval } from '../scheduleInterval.js';
 import { HOOK_BINDINGS_CHANNEL } from '../listenerBindings.js';
 import { checkTemplateBounds } from '../render.js';
 import { sealToken } from '../tokenCipher.js';
@@ -17,12 +18,13 @@ import { createHookRequest, hookDefinition, hookStatus, listHookGroupsResponse, 
 type HookRequest = Omit<HookDefinition, 'hookGroupId' | 'hookId' | 'bindings'> & { hookGroupId?: string; hookId?: string; bindings?: HookDefinition['bindings'] };
 
 /** The definition a create or update request asks for, checked before anything is written. */
-function requestedDefinition(prefix: string, params: Record<string, string>, body: HookRequest, bindings: HookDefinition['bindings']): HookDefinition {
+function requestedDefinition(config: { exchangePrefix: string; hookMinIntervalS: number }, params: Record<string, string>, body: HookRequest, bindings: HookDefinition['bindings']): HookDefinition {
   if (body.hookGroupId !== undefined && body.hookGroupId !== params.hookGroupId) throw new TgsError('InputError', 'Hook Group Ids do not match: the body\'s hookGroupId must be the URL\'s (or left out)');
   if (body.hookId !== undefined && body.hookId !== params.hookId) throw new TgsError('InputError', 'Hook Ids do not match: the body\'s hookId must be the URL\'s (or left out)');
   checkTriggerSchema(body.triggerSchema);
   checkSchedulePatterns(body.schedule);
-  checkBindings(prefix, body.bindings ?? bindings);
+  checkScheduleInterval(body.schedule, config.hookMinIntervalS);
+  checkBindings(config.exchangePrefix, body.bindings ?? bindings);
   return {
     hookGroupId: params.hookGroupId,
     hookId: params.hookId,
@@ -138,7 +140,7 @@ export const createHook = declare<HookRequest>({
   input: createHookRequest,
   output: hookDefinition,
   async handler({ params, body, deps }) {
-    const definition = requestedDefinition(deps.config.exchangePrefix, params, body, []);
+    const definition = requestedDefinition(deps.config, params, body, []);
     await checkTemplateBounds(definition.task);
     const created = await writeHook(
       deps,
@@ -170,7 +172,7 @@ export const updateHook = declare<HookRequest>({
   async handler({ params, body, deps }) {
     const existing = await getHook(deps.pool, params.hookGroupId, params.hookId);
     if (!existing) throw noSuchHook(params);
-    const definition = requestedDefinition(deps.config.exchangePrefix, params, body, existing.bindings);
+    const definition = requestedDefinition(deps.config, params, body, existing.bindings);
     await checkTemplateBounds(definition.task);
     const updated = await writeHook(
       deps,
