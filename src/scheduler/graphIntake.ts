@@ -10,6 +10,7 @@ import type { TaskDefinition } from '../queue/definition.js';
 import { graphNodeSchema, LABEL_PATTERN, type GraphNodeInput } from './graphSchema.js';
 import { describeGraphErrors, prepareNode, substitute, type GraphErrors } from './prepareGraph.js';
 import { canonicalDigest } from '../canonicalJson.js';
+import { nodeDigests } from './nodeDigests.js';
 import { memberNodesInsert } from './graphStore.js';
 import { ByteRecords, Int32Blocks } from './blocks.js';
 import { LabelTable } from './labelTable.js';
@@ -43,6 +44,9 @@ interface PendingNode {
   requires: number[];
   reruns: number;
   definition: TaskDefinition;
+  /** the node's digest and work digest, hex (src/scheduler/nodeDigests.ts) */
+  digest: string;
+  workDigest: string;
 }
 
 export interface IntakeOptions {
@@ -208,7 +212,8 @@ export class GraphIntake {
       return;
     }
     if (this.keptNodes) this.keptNodes[label] = node;
-    this.digest(idx, node);
+    const digests = nodeDigests(node);
+    digests.digest.copy(this.digests.block(idx), this.digests.offset(idx));
     const taskIdOf = (name: string) => this.taskIdOf(name, newTaskId);
     const requires: number[] = [];
     for (const r of node.requires) {
@@ -260,7 +265,7 @@ export class GraphIntake {
       this.held = [];
       return;
     }
-    const pending: PendingNode = { label, idx, taskId, requires, reruns: node.reruns, definition };
+    const pending: PendingNode = { label, idx, taskId, requires, reruns: node.reruns, definition, digest: digests.digest.toString('hex'), workDigest: digests.workDigest.toString('hex') };
     if (spec && !('errors' in spec)) {
       const taskQueueId = `${definition.provisionerId}/${definition.workerType}`;
       this.held.push({ node: { idx, label, spec, rawPayload: node.task.payload, requires, taskQueueId, scopes: definition.scopes }, pending });
@@ -369,10 +374,6 @@ export class GraphIntake {
     }
   }
 
-  private digest(idx: number, node: unknown) {
-    canonicalDigest(node).copy(this.digests.block(idx), this.digests.offset(idx));
-  }
-
   /** Whether enough nodes wait for a write. */
   get chunkReady(): boolean {
     return this.pending.length >= INTAKE_CHUNK;
@@ -388,7 +389,7 @@ export class GraphIntake {
     if (this.errors.size > 0 || this.pending.length === 0) return;
     const chunk = this.pending;
     this.pending = [];
-    const nodes = chunk.map((n) => ({ idx: n.idx, taskId: n.taskId, label: n.label, requires: n.requires, requiresMode: n.definition.requires === 'all-resolved' ? 1 : 0, reruns: n.reruns }));
+    const nodes = chunk.map((n) => ({ idx: n.idx, taskId: n.taskId, label: n.label, requires: n.requires, requiresMode: n.definition.requires === 'all-resolved' ? 1 : 0, reruns: n.reruns, digest: n.digest, workDigest: n.workDigest }));
     // the taskIds are this intake's own fresh slugids: nothing to compare with, no status to answer. The nodes go
     // in the tasks' statement: one round trip a chunk.
     await insertNewTasks(client, chunk.map((n) => ({ taskId: n.taskId, definition: n.definition })), {

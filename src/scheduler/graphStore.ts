@@ -151,6 +151,9 @@ export interface MemberNodeRow {
   requires: number[];
   requiresMode: number;
   reruns: number;
+  /** hex digests of the node's definition (src/scheduler/nodeDigests.ts, migration 051) */
+  digest: string;
+  workDigest: string;
 }
 
 /**
@@ -161,11 +164,15 @@ export interface MemberNodeRow {
  */
 export function memberNodesInsert(taskGraphId: string, nodes: MemberNodeRow[], first: number): StatementPart {
   return {
-    sql: `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label, requires, requires_mode, reruns, reruns_left)
+    sql: `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label, requires, requires_mode, reruns, reruns_left, digest, work_digest)
          SELECT $${first}, r.idx, r.task_id, true, r.label,
-                r.requires, r.requires_mode, r.reruns, r.reruns
-         FROM jsonb_to_recordset($${first + 1}::jsonb) AS r(idx int, task_id text, label text, requires int[], requires_mode smallint, reruns int)`,
-    params: [taskGraphId, JSON.stringify(nodes.map((n) => ({ idx: n.idx, task_id: n.taskId, label: n.label, requires: n.requires, requires_mode: n.requiresMode, reruns: n.reruns })))],
+                r.requires, r.requires_mode, r.reruns, r.reruns, decode(r.digest, 'hex'), decode(r.work_digest, 'hex')
+         FROM jsonb_to_recordset($${first + 1}::jsonb) AS r(idx int, task_id text, label text, requires int[], requires_mode smallint, reruns int,
+                                                         digest text, work_digest text)`,
+    params: [
+      taskGraphId,
+      JSON.stringify(nodes.map((n) => ({ idx: n.idx, task_id: n.taskId, label: n.label, requires: n.requires, requires_mode: n.requiresMode, reruns: n.reruns, digest: n.digest, work_digest: n.workDigest }))),
+    ],
   };
 }
 

@@ -17,6 +17,8 @@ export async function startGraphWorkflow(
   pool: Pick<pg.Pool, 'query'>,
   graph: { taskGraphId: string; routing: string; taskCount: number; name?: string },
   input: TaskGraphInput = { taskGraphId: graph.taskGraphId },
+  /** `ALLOW_DUPLICATE`: after its workflow completed (an amended finished graph, src/scheduler/amendWorkflow.ts) */
+  reuse: 'REJECT_DUPLICATE' | 'ALLOW_DUPLICATE' = 'REJECT_DUPLICATE',
 ): Promise<void> {
   const deploymentId = await deploymentIdOf(pool);
   let client;
@@ -33,7 +35,7 @@ export async function startGraphWorkflow(
       taskQueue: config.temporalTaskQueue,
       workflowId: workflowIdFor(graph.taskGraphId),
       args: [input],
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
+      workflowIdReusePolicy: reuse,
       memo: { [DEPLOYMENT_MEMO]: deploymentId },
       typedSearchAttributes: [
         { key: SEARCH_ATTRIBUTES.state, value: 'running' },

@@ -31,10 +31,20 @@ async function sourceRun(db: Queryable, taskId: string): Promise<{ row: SourceRo
 }
 
 /**
+ * Whether any artifact of the source run expires before `until`: an artifact may be created with an `expires`
+ * earlier than its task's (Taskcluster allows it), and the expiry sweep deletes it then, so a hit on that run would
+ * hand dependents an artifact that vanishes before they read it. One indexed probe of the run's artifacts.
+ */
+async function artifactExpiresBefore(db: Queryable, taskId: string, runId: number, until: string): Promise<boolean> {
+  const { rows } = await db.query('SELECT 1 FROM artifacts WHERE task_id = $1 AND run_id = $2 AND expires < $3 LIMIT 1', [taskId, runId, until]);
+  return rows.length > 0;
+}
+
+/**
  * Looks a cached node up in its own tier and every tier above it (highest first; src/taskCache/tiers.ts). An entry
  * is a hit only if its task's run completed (never failed or exception), the task expires no earlier than
  * `needed_until` (the node's and its dependents' deadlines: its artifacts must outlive every reader in the graph),
- * and the run resolved less than `maxAge` ago. Every tier is examined, so `why` can say what each held; the
+ * so does every artifact of the run (else `artifact-expires`), and the run resolved less than `maxAge` ago. Every tier is examined, so `why` can say what each held; the
  * highest hit is taken.
  */
 export async function lookUpCache(db: Queryable, tiers: readonly string[], row: CacheRow, now: Date): Promise<LookupOutcome> {
@@ -50,6 +60,7 @@ export async function lookUpCache(db: Queryable, tiers: readonly string[], row: 
     const taskId = entry.taskId;
     if (!source || source.run.state !== 'completed') lookup.push({ tier, result: 'source-failed', taskId });
     else if (source.row.expires.getTime() < Date.parse(row.neededUntil)) lookup.push({ tier, result: 'expires-before-deadline', taskId });
+    else if (await artifactExpiresBefore(db, source.row.task_id, source.run.runId, row.neededUntil)) lookup.push({ tier, result: 'artifact-expires', taskId });
     else if (row.maxAgeS !== undefined && now.getTime() - Date.parse(source.run.resolved ?? '') > row.maxAgeS * 1000) lookup.push({ tier, result: 'expired', taskId });
     else {
       lookup.push({ tier, result: 'hit', taskId });

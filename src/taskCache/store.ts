@@ -5,7 +5,7 @@ import type { CacheMode } from './spec.js';
 /** The `task_cache` table (migration 027): every query of it is here. */
 
 /** What one tier's lookup found (docs/formats.md § Cached tasks). */
-export type TierResult = 'hit' | 'miss' | 'expired' | 'source-failed' | 'expires-before-deadline';
+export type TierResult = 'hit' | 'miss' | 'expired' | 'source-failed' | 'expires-before-deadline' | 'artifact-expires';
 
 export interface TierLookup {
   tier: string;

@@ -244,3 +244,22 @@ export const explainQuery = defineQuery<ExplainQueryResult, [{ limit?: number }?
 export const reconcileSignal = defineSignal<[]>('reconcile');
 /** A manual rerun whose validator answers at once (the HTTP rerun endpoint). */
 export const rerunUpdate = defineUpdate<RerunAccepted, [RerunRequest]>('rerunTask');
+
+/**
+ * An amend stored in Postgres (docs/formats.md § Amend): the graph has `nodeCount` nodes now, and the nodes at
+ * `superseded` (every node any amend of the graph replaced or removed, so repeating the update is harmless) are no
+ * longer members: their tasks were canceled if unresolved, and the graph neither waits for nor is blocked by them.
+ */
+export interface AmendRequest {
+  nodeCount: number;
+  superseded: number[];
+}
+
+export interface AmendAccepted {
+  /** nodes this update took out of the graph's members (0 when repeated) */
+  superseded: number;
+  nodeCount: number;
+}
+
+/** Sent by the amend endpoint once the amend is committed; answered once the model has applied it. */
+export const amendUpdate = defineUpdate<AmendAccepted, [AmendRequest]>('amend');

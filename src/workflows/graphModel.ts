@@ -253,6 +253,22 @@ export class GraphModel {
     return true;
   }
 
+  /**
+   * An amend replaced or removed node i (src/workflows/amend.ts): it stops being a member, as an external is, so the
+   * graph's state no longer counts it; an unresolved one (the amend canceled its task) counts as exception, so it is
+   * never dispatched. False when it was not a member (a repeated amend).
+   */
+  supersede(i: number): boolean {
+    if (i < 0 || i >= this.size || !this.member[i]) return false;
+    this.counts[this.state[i]]--;
+    this.memberCount--;
+    this.member[i] = 0;
+    this.manualReruns.delete(i);
+    this.reset[i] = 0;
+    if (!isResolved(this.state[i])) this.setState(i, NODE.exception);
+    return true;
+  }
+
   /** Why a manual rerun of node i is refused, or undefined when it is allowed. */
   rerunRefusal(i: number | undefined, name: string): string | undefined {
     if (this.canceled) return 'the task-graph is canceled';

@@ -6,7 +6,9 @@ import * as wf from '@temporalio/workflow';
 import type { DispatchResult, PublishResult } from './activityContract.js';
 import { bulk, hot, lookup } from './activityProxies.js';
 import { shouldContinueAsNew } from './continueAsNew.js';
+import { AMEND_PATCH, amendRefusal, applyAmend } from './amend.js';
 import {
+  amendUpdate,
   cancelSignal,
   explainQuery,
   extendedSignal,
@@ -258,6 +260,23 @@ export class GraphRun {
         if (refusal) throw new Error(refusal);
       },
     });
+    wf.setHandler(
+      amendUpdate,
+      (req) => {
+        wf.patched(AMEND_PATCH);
+        const accepted = applyAmend(this.model, req);
+        this.wantedNodeCount = Math.max(this.wantedNodeCount, accepted.nodeCount);
+        this.extendedPending = true;
+        this.dirty = true;
+        return accepted;
+      },
+      {
+        validator: (req) => {
+          const refusal = amendRefusal(this.model, req);
+          if (refusal) throw new Error(refusal);
+        },
+      },
+    );
     wf.setHandler(reconcileSignal, () => {
       this.reconcileDue = true;
       this.dirty = true;

@@ -22,8 +22,8 @@ const openConnections = new Set<{ close(): Promise<void> }>();
 
 const hourFromNow = (h: number) => new Date(Date.now() + h * 3600_000).toISOString();
 
-async function upload(taskId: string, runId: number, name: string, bytes: string) {
-  const res = await stack.api.request('POST', `/api/queue/v1/task/${taskId}/runs/${runId}/artifacts/${name}`, { storageType: 's3', contentType: 'text/plain', expires: hourFromNow(24) });
+async function upload(taskId: string, runId: number, name: string, bytes: string, expiresH = 24) {
+  const res = await stack.api.request('POST', `/api/queue/v1/task/${taskId}/runs/${runId}/artifacts/${name}`, { storageType: 's3', contentType: 'text/plain', expires: hourFromNow(expiresH) });
   assert.equal(res.status, 200, JSON.stringify(res.body));
   const put = await fetch(res.body.putUrl, { method: 'PUT', body: bytes, headers: { 'content-type': 'text/plain' } });
   assert.ok(put.ok, `upload ${put.status}`);
@@ -40,7 +40,8 @@ const stack = useStack({
       const payload = t.task.payload;
       if (payload.kind === 'toolchain') {
         await upload(t.taskId, t.runId, 'public/tool.txt', `tool made by ${t.taskId}`);
-        await upload(t.taskId, t.runId, 'private/secret.txt', `secret of ${t.taskId}`);
+        // `secretExpiresH`: the private artifact expires that many hours from now, maybe before the task and its readers' deadlines
+        await upload(t.taskId, t.runId, 'private/secret.txt', `secret of ${t.taskId}`, (payload.secretExpiresH as number | undefined) ?? 24);
       }
       if (payload.kind === 'build') {
         const res = await fetch(`${stack.api.rootUrl}/api/queue/v1/task/${payload.toolchain}/artifacts/public/tool.txt`);
@@ -232,6 +233,25 @@ test('a failed source, a source expiring before the deadline and an entry older 
   await finished(g3.taskGraphId);
   assert.ok(claimed.includes(g3.id('toolchain')));
   assert.equal((await why(g3, 'toolchain')).lookup?.find((l) => l.tier === 'low')?.result, 'expired');
+});
+
+test('a source whose task outlives the deadline but one of whose artifacts expires before it is never reused (artifact-expires)', async () => {
+  // the private artifact expires in 45 minutes, the graph's deadline is in an hour: a hit would hand build a
+  // toolchain whose artifact the expiry sweep deletes while build may still run
+  const payload = { flags: 'artifact-expiry', secretExpiresH: 0.75 };
+  const first = await submit(toolGraph({ toolPayload: payload }));
+  await finished(first.taskGraphId);
+  const key = (await why(first, 'toolchain')).key;
+  await entryAt(`tgs.cache.low.toolchain.${key}`);
+  const g = await submit(toolGraph({ toolPayload: payload }));
+  await finished(g.taskGraphId);
+  assert.ok(claimed.includes(g.id('toolchain')), 'ran instead of reusing a run whose artifact expires before the deadline');
+  assert.equal((await status(g.id('toolchain'))).runs[0].cachedFrom, undefined);
+  const w = await why(g, 'toolchain');
+  assert.deepEqual(w.lookup?.find((l) => l.tier === 'low'), { tier: 'low', result: 'artifact-expires', taskId: first.id('toolchain') });
+  assert.match(w.summary, /low: artifact-expires/);
+  // what a lookup would find now says the same of the entry (g's own completion wrote one with the same short artifact)
+  assert.equal(w.now.find((l) => l.tier === 'low')?.result, 'artifact-expires');
 });
 
 test('cacheMode refresh runs and overwrites, off neither looks up nor writes; purge removes an entry so the next lookup misses', async () => {

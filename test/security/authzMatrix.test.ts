@@ -113,6 +113,20 @@ class World {
     })());
   }
 
+  /** The running graph's file, made anew (its tasks' `created` moves: amending the graph with it changes metadata only). */
+  graphFile() {
+    const task = (name: string, workerType: string) => ({ ...fastTask(name), provisionerId: this.provisionerId, workerType });
+    return {
+      routing: 'matrix',
+      tasks: {
+        // cached, so the cache's calls have a key and an entry to read and purge
+        done: { cache: { name: `matrix-${this.id}` }, task: task('done', `md-${this.id}`) },
+        gate: { task: task('gate', `mg-${this.id}`) },
+        waiting: { requires: ['gate'], task: task('waiting', `mg-${this.id}`) },
+      },
+    };
+  }
+
   /**
    * A running graph: `done` completed (so it can be rerun), `waiting` unscheduled behind `gate`, which stays
    * pending (nobody claims its worker type).
@@ -120,19 +134,7 @@ class World {
   runningGraph() {
     return (this.graph ??= (async () => {
       const taskGraphId = slugid.nice();
-      const task = (name: string, workerType: string) => ({ ...fastTask(name), provisionerId: this.provisionerId, workerType });
-      const created = ok(
-        await call('PUT', `/api/scheduler/v1/task-graph/${taskGraphId}`, {
-          routing: 'matrix',
-          tasks: {
-            // cached, so the cache's calls have a key and an entry to read and purge
-            done: { cache: { name: `matrix-${this.id}` }, task: task('done', `md-${this.id}`) },
-            gate: { task: task('gate', `mg-${this.id}`) },
-            waiting: { requires: ['gate'], task: task('waiting', `mg-${this.id}`) },
-          },
-        }),
-        'create graph',
-      );
+      const created = ok(await call('PUT', `/api/scheduler/v1/task-graph/${taskGraphId}`, this.graphFile()), 'create graph');
       const taskIdOf = (label: string) => (created.tasks as { label: string; taskId: string }[]).find((t) => t.label === label)!.taskId;
       await eventually(async () => {
         const claim = ok(await call('POST', `/api/queue/v1/claim-work/${this.provisionerId}/md-${this.id}`, { workerGroup: 'matrix', workerId: 'w', tasks: 1 }), 'claim');
@@ -295,6 +297,7 @@ const BODIES: Record<string, (w: World) => unknown> = {
   'hooks.backfillHook': () => ({ start: new Date(Date.now() - 2 * 86400_000).toISOString(), end: new Date(Date.now() - 86400_000).toISOString() }),
   'scheduler.createTaskGraph': () => ({ routing: 'matrix', tasks: { one: { task: fastTask('one') } } }),
   'scheduler.extendTaskGraph': () => ({ tasks: { more: { requires: ['done'], task: fastTask('more') } } }),
+  'scheduler.amendTaskGraph': (w) => w.graphFile(),
   'queue.tasks': async (w) => ({ taskIds: [(await w.claimedTask()).taskId] }),
   'queue.statuses': async (w) => ({ taskIds: [(await w.claimedTask()).taskId] }),
 };

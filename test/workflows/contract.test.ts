@@ -12,6 +12,7 @@ test('the workflow contract keeps its wire names: Temporal-native callers and re
   );
   assert.deepEqual([statusQuery, taskQuery].map((q) => q.name), ['status', 'task']);
   assert.equal(contract.rerunUpdate.name, 'rerunTask');
+  assert.equal(contract.amendUpdate.name, 'amend');
   assert.equal(contract.INVALID_TASK_GRAPH, 'InvalidTaskGraph');
   assert.deepEqual(Object.values(contract.SEARCH_ATTRIBUTES), [
     { name: 'TaskGraphState', type: 'KEYWORD' },

@@ -21,7 +21,7 @@ export const explainTaskCacheEndpoint = declare({
   title: 'Explain a Cached Task (tgs extension)',
   description:
     'Why a cached node ran or was reused (docs/formats.md § Cached tasks): its key and the inputs it was made of, its mode, what the lookup found in each tier when the task became ready ' +
-    '(`hit`, `miss`, `expired`, `source-failed`, `expires-before-deadline`), where a reused run came from, and what a lookup would find now. ' +
+    '(`hit`, `miss`, `expired`, `source-failed`, `expires-before-deadline`, `artifact-expires`), where a reused run came from, and what a lookup would find now. ' +
     '`compareTo=<taskId>` (another cached task, whose graph the caller may read too) adds which inputs differ and where in the payload.',
   method: 'get',
   route: '/task-graph/<taskGraphId>/cache/<taskIdOrLabel>',

@@ -6,6 +6,7 @@ import { explainGraphEndpoint } from './explain.js';
 import { taskGraphNodesEndpoint } from './nodes.js';
 import { taskGraphChangesEndpoint } from './changes.js';
 import { cacheEndpoints } from './cache.js';
+import { amendEndpoint } from './amend.js';
 import { infoEndpoint, inspectEndpoint, inspectTaskEndpoint, pingEndpoint, statusEndpoint } from './reads.js';
 
 /** The scheduler API (`/api/scheduler/v1`). */
@@ -24,5 +25,6 @@ export const schedulerEndpoints: Endpoint[] = [
   rerunEndpoint,
   cancelEndpoint,
   resumeEndpoint,
+  amendEndpoint,
   ...cacheEndpoints,
 ];

@@ -1,0 +1,90 @@
+/**
+ * The classification of an amend (docs/formats.md § Amend), pure: each label of the edited graph file against the
+ * node the graph holds under it, by their digests (src/scheduler/nodeDigests.ts).
+ */
+
+/** A member node as stored. Digests are hex, absent for nodes stored before migration 051. */
+export interface StoredNode {
+  label: string;
+  idx: number;
+  taskId: string;
+  digest?: string;
+  workDigest?: string;
+  /** the queue state of its task */
+  state: string;
+}
+
+/** A node of the edited file: its digests and the labels it depends on (requires and `$subs`). */
+export interface IncomingNode {
+  label: string;
+  digest: string;
+  workDigest: string;
+  dependsOn: string[];
+}
+
+export type AmendClass = 'unchanged' | 'metadata' | 'changed' | 'added' | 'dependent' | 'removed';
+
+export interface AmendPlan {
+  /** per label of either side: what the amend does with it */
+  classes: Map<string, AmendClass>;
+  /** labels that get a new task: changed, added, and dependents of a changed label */
+  replaced: string[];
+  /** labels whose stored task is patched in place (metadata only, and not a dependent of a changed label) */
+  patched: string[];
+  /** stored labels the file no longer has */
+  removed: string[];
+}
+
+/**
+ * Classifies every label: `unchanged` (same digest), `metadata` (same work digest), `changed` (another work digest,
+ * or no stored digest), `added`, `removed`; then every label that depends, directly or not, on a changed or added one
+ * is `dependent`: its task is replaced too (its definition names the taskIds of what it requires, and what it reads
+ * changed). A cached dependent whose key comes out the same is looked up as any cached node is when it becomes ready,
+ * so it reuses the run it replaces instead of running.
+ */
+export function planAmend(stored: readonly StoredNode[], incoming: readonly IncomingNode[]): AmendPlan {
+  const byLabel = new Map(stored.map((n) => [n.label, n]));
+  const classes = new Map<string, AmendClass>();
+  for (const node of incoming) {
+    const old = byLabel.get(node.label);
+    if (!old) classes.set(node.label, 'added');
+    else if (old.digest === node.digest) classes.set(node.label, 'unchanged');
+    else if (old.workDigest !== undefined && old.workDigest === node.workDigest) classes.set(node.label, 'metadata');
+    else classes.set(node.label, 'changed');
+  }
+  const dependents = new Map<string, string[]>();
+  for (const node of incoming) {
+    for (const d of node.dependsOn) {
+      const list = dependents.get(d);
+      if (list) list.push(node.label);
+      else dependents.set(d, [node.label]);
+    }
+  }
+  const queue = [...classes].filter(([, c]) => c === 'changed' || c === 'added').map(([label]) => label);
+  while (queue.length > 0) {
+    const label = queue.pop() as string;
+    for (const d of dependents.get(label) ?? []) {
+      const c = classes.get(d);
+      if (c === 'unchanged' || c === 'metadata') {
+        classes.set(d, 'dependent');
+        queue.push(d);
+      }
+    }
+  }
+  const removed = stored.filter((n) => !classes.has(n.label)).map((n) => n.label);
+  for (const label of removed) classes.set(label, 'removed');
+  const replaced = incoming.filter((n) => ['changed', 'added', 'dependent'].includes(classes.get(n.label) as string)).map((n) => n.label);
+  const patched = incoming.filter((n) => classes.get(n.label) === 'metadata').map((n) => n.label);
+  return { classes, replaced, patched, removed };
+}
+
+/** The labels of each class, sorted (the answer and the amend's history row); `unchanged` as a count. */
+export function summarize(plan: AmendPlan): Record<Exclude<AmendClass, 'unchanged'>, string[]> & { unchanged: number } {
+  const out = { changed: [] as string[], metadata: [] as string[], added: [] as string[], dependent: [] as string[], removed: [] as string[], unchanged: 0 };
+  for (const [label, c] of plan.classes) {
+    if (c === 'unchanged') out.unchanged++;
+    else out[c].push(label);
+  }
+  for (const list of [out.changed, out.metadata, out.added, out.dependent, out.removed]) list.sort();
+  return out;
+}

@@ -1,0 +1,53 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { planAmend, summarize, type IncomingNode, type StoredNode } from '../../src/scheduler/amendPlan.js';
+import { nodeDigests } from '../../src/scheduler/nodeDigests.js';
+
+const hex = (node: { task: Record<string, unknown> }) => {
+  const d = nodeDigests(node);
+  return { digest: d.digest.toString('hex'), workDigest: d.workDigest.toString('hex') };
+};
+const stored = (label: string, idx: number, node: { task: Record<string, unknown> }): StoredNode => ({ label, idx, taskId: `t${idx}`, state: 'completed', ...hex(node) });
+const incoming = (label: string, node: { task: Record<string, unknown> }, dependsOn: string[] = []): IncomingNode => ({ label, ...hex(node), dependsOn });
+
+const t = (payload: unknown, extra: Record<string, unknown> = {}) => ({ requires: [], task: { payload, ...extra } });
+
+test('the work digest ignores exactly the metadata fields', () => {
+  const base = nodeDigests(t({ a: 1 }, { deadline: 'x', priority: 'low' }));
+  const meta = nodeDigests(t({ a: 1 }, { deadline: 'y', priority: 'high', routes: ['r'], tags: { k: 'v' }, metadata: { name: 'n' }, created: 'c', expires: 'e' }));
+  assert.notEqual(base.digest.toString('hex'), meta.digest.toString('hex'));
+  assert.equal(base.workDigest.toString('hex'), meta.workDigest.toString('hex'));
+  assert.notEqual(nodeDigests(t({ a: 2 })).workDigest.toString('hex'), nodeDigests(t({ a: 1 })).workDigest.toString('hex'));
+});
+
+test('each label is classified; dependents of a changed label rerun transitively; a label with no stored digest counts as changed', () => {
+  const old = [
+    stored('lint', 0, t('lint')),
+    stored('build', 1, t('make')),
+    stored('test', 2, t('test')),
+    stored('package', 3, t('pkg')),
+    stored('docs', 4, t('docs')),
+    stored('gone', 5, t('gone')),
+    { label: 'legacy', idx: 6, taskId: 't6', state: 'completed' },
+  ];
+  const plan = planAmend(old, [
+    incoming('lint', t('lint')),
+    incoming('build', t('make # comment')),
+    incoming('test', t('test', { priority: 'high' }), ['build']),
+    incoming('package', t('pkg'), ['test']),
+    incoming('docs', t('docs', { priority: 'high' })),
+    incoming('new', t('new'), ['lint']),
+    incoming('legacy', t('legacy')),
+  ]);
+  assert.deepEqual(summarize(plan), {
+    changed: ['build', 'legacy'],
+    metadata: ['docs'],
+    added: ['new'],
+    dependent: ['package', 'test'],
+    removed: ['gone'],
+    unchanged: 1,
+  });
+  assert.deepEqual(plan.replaced, ['build', 'test', 'package', 'new', 'legacy']);
+  assert.deepEqual(plan.patched, ['docs']);
+  assert.deepEqual(plan.removed, ['gone']);
+});
