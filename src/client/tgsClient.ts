@@ -30,6 +30,21 @@ export interface TaskGraphNode {
 }
 
 /** A task-graph as `PUT /task-graph/<taskGraphId>` takes it (docs/formats.md § Task-graph format). */
+/** The answer of an amend (docs/api.md, amendTaskGraph). */
+export interface AmendedGraph {
+  taskGraphId: string;
+  dryRun: boolean;
+  /** the amend's number in the graph's history (absent for a dry run) */
+  amend?: number;
+  state: string;
+  /** labels by class; `unchanged` is a count */
+  classification: { changed: string[]; metadata: string[]; added: string[]; dependent: string[]; removed: string[]; unchanged: number };
+  /** the new tasks, by label */
+  tasks: { label: string; taskId: string }[];
+  /** `updated` (the running workflow heard it), `started` (a finished graph runs again), `unchanged`, `not-running` (resume the graph), `dry-run` */
+  workflow: 'updated' | 'started' | 'unchanged' | 'not-running' | 'dry-run';
+}
+
 export interface TaskGraph {
   routing?: string;
   tasks: Record<string, TaskGraphNode>;
@@ -201,6 +216,14 @@ export class TgsClient {
   async extendGraph(taskGraphId: string, extension: { tasks: Record<string, TaskGraphNode> }): Promise<SubmittedGraph> {
     const answer = await this.scheduler<Omit<SubmittedGraph, 'taskGraphId'>>('POST', `/task-graph/${enc(taskGraphId)}/extend`, extension);
     return { taskGraphId, ...answer };
+  }
+
+  /**
+   * Amends the graph with its whole edited file (docs/formats.md § Amend): changed labels and their dependents get new
+   * tasks, metadata-only ones are patched, removed ones canceled. `dryRun` classifies without changing anything.
+   */
+  amendGraph(taskGraphId: string, graph: { tasks: Record<string, TaskGraphNode> }, options: { dryRun?: boolean } = {}): Promise<AmendedGraph> {
+    return this.scheduler<AmendedGraph>('PUT', `/task-graph/${enc(taskGraphId)}/amend${options.dryRun ? '?dryRun=true' : ''}`, graph);
   }
 
   async graphStatus(taskGraphId: string): Promise<GraphStatus> {

@@ -13,6 +13,7 @@ import { graphTaskGroups } from '../scheduler/graphGroup.js';
 import { createTaskGraph } from '../scheduler/createTaskGraph.js';
 import { startGraphWorkflow } from '../scheduler/startWorkflow.js';
 import { isGraph, renderHookTask, type FireContext } from './render.js';
+import { RenderBusyError } from './boundedJsone.js';
 import { getHook, recordLastFire, type FiredBy, type HookDefinition } from './store.js';
 
 /** What firing needs: the API process and the scheduler worker each have these. */
@@ -62,8 +63,10 @@ export async function fireHook(
 
   let task: Record<string, unknown> | undefined;
   try {
-    task = await renderHookTask(hook.task, context, taskId, { now, firedAt });
+    task = await renderHookTask(hook.task, context, taskId, { now, firedAt }, `${hook.hookGroupId}/${hook.hookId}`);
   } catch (err) {
+    // the renderers are full: nothing recorded; a trigger answers 429, a schedule's activity or a message retries
+    if (err instanceof RenderBusyError) throw new TgsError('TooManyRequests', `The hook's renders are queued full: ${err.message}; try again in a moment`);
     return refuse(new TgsError('InputError', `While firing hook:\n\n${String(err)}`));
   }
   if (!task) return { result: 'declined' };

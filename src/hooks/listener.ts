@@ -2,7 +2,8 @@ import type pg from 'pg';
 import type { Config } from '../config.js';
 import { connectSession, type DbSession } from '../db/pool.js';
 import type { BusChannel, BusConnection, BusMessage } from '../exchanges/bus.js';
-import { BusReconnect, consumerChannel, whenLost } from '../exchanges/busReconnect.js';
+import { BusReconnect, whenLost } from '../exchanges/busReconnect.js';
+import { declareHookListenerQueue } from './listenerQueue.js';
 import { OutageLog } from '../outageLog.js';
 import type { LazyTemporalClient } from '../temporal/connection.js';
 import { HOW_TO_PIN, unpinnedReason } from './bindings.js';
@@ -142,8 +143,7 @@ export async function startHookListener(options: {
   const connect = async (): Promise<void> => {
     await bus.connect(
       async (conn) => {
-        const ch = await consumerChannel(conn, PREFETCH);
-        await ch.assertQueue(queueName, { durable: true });
+        const ch = await declareHookListenerQueue(conn, config, PREFETCH, log);
         await reconcileOn(ch, true);
         connection = conn;
         channel = ch;

@@ -1,6 +1,6 @@
 import slugid from 'slugid';
 import { TgsError } from '../errors.js';
-import { renderBounded, RenderLimitError } from './boundedJsone.js';
+import { RenderBusyError, renderBounded, RenderLimitError } from './boundedJsone.js';
 
 /**
  * What a hook's `task` template is rendered with (Taskcluster's "firing hooks"): `firedBy`, `taskId`, `now` (the
@@ -29,9 +29,11 @@ export async function renderHookTask(
   context: FireContext,
   taskId: string,
   times: { now: Date; firedAt: Date },
+  /** the hook (`<hookGroupId>/<hookId>`): one render of it at a time (src/hooks/boundedJsone.ts) */
+  hookKey: string,
 ): Promise<Record<string, unknown> | undefined> {
   const { now, firedAt } = times;
-  const rendered: unknown = await renderBounded(template, { ...context, taskId, now: now.toISOString() });
+  const rendered: unknown = await renderBounded(template, { ...context, taskId, now: now.toISOString() }, hookKey);
   if (rendered === null || rendered === undefined) return undefined;
   if (typeof rendered !== 'object' || Array.isArray(rendered)) {
     throw new Error(`the hook's task template rendered to ${Array.isArray(rendered) ? 'an array' : typeof rendered}, not a task definition object`);
@@ -70,10 +72,11 @@ function fillTimes(task: Record<string, unknown>, firedAt: Date): void {
  * context may not be one with a real payload, and a fire past the bounds with its own payload is still refused and
  * recorded as a failed fire.
  */
-export async function checkTemplateBounds(template: Record<string, unknown>): Promise<void> {
+export async function checkTemplateBounds(template: Record<string, unknown>, hookKey: string): Promise<void> {
   try {
-    await renderBounded(template, { firedBy: 'triggerHook', payload: {}, taskId: slugid.nice(), now: new Date().toISOString() });
+    await renderBounded(template, { firedBy: 'triggerHook', payload: {}, taskId: slugid.nice(), now: new Date().toISOString() }, hookKey);
   } catch (err) {
+    if (err instanceof RenderBusyError) throw new TgsError('TooManyRequests', `The hook's task template could not be checked now: ${err.message}; try again in a moment`);
     if (err instanceof RenderLimitError) throw new TgsError('InputError', `The hook's task template is refused: ${err.message}`);
   }
 }

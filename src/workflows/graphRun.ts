@@ -265,8 +265,8 @@ export class GraphRun {
       (req) => {
         wf.patched(AMEND_PATCH);
         const accepted = applyAmend(this.model, req);
+        // no task-graph-extended: the state the amend brings (a blocked graph running again) is announced by the loop
         this.wantedNodeCount = Math.max(this.wantedNodeCount, accepted.nodeCount);
-        this.extendedPending = true;
         this.dirty = true;
         return accepted;
       },

@@ -231,6 +231,41 @@ test('extend and cancel: a graph waiting on a task gains a task, then is cancele
   writeFileSync(gate, '');
 });
 
+test('amend fixes a failing build inside its graph (the newcomer\'s friction): the dry run says what would rerun, the amend reruns build and test, the graph finishes', async () => {
+  const graph = (script: string) => ({
+    routing: 'cli',
+    tasks: {
+      build: { task: shellTask(script) },
+      test: { requires: ['build'], task: shellTask('true') },
+      lint: { task: shellTask('true') },
+    },
+  });
+  const submitted = await tgs(['graph', 'submit', graphFile('amend-broken', graph('exit 1')), '--json']);
+  assert.equal(submitted.code, 0, submitted.stderr);
+  const id = (JSON.parse(submitted.stdout) as { taskGraphId: string }).taskGraphId;
+  const blocked = await tgs(['graph', 'wait', id]);
+  assert.equal(blocked.code, 1);
+  assert.match(blocked.stdout, /is blocked/);
+
+  const fixed = graphFile('amend-fixed', graph('echo fixed'));
+  const dry = await tgs(['graph', 'amend', id, fixed, '--dry-run']);
+  assert.equal(dry.code, 0, dry.stderr);
+  assert.match(dry.stdout, /dry run of an amend .*nothing was changed/);
+  assert.match(dry.stdout, /changed: build/);
+  assert.match(dry.stdout, /dependent \(requires a changed label\): test/);
+  assert.match(dry.stdout, /would rerun 2 task\(s\): build, test/);
+  const stillBlocked = await tgs(['graph', 'status', id, '--json']);
+  assert.match(stillBlocked.stdout, /"state": "blocked"/);
+
+  const amended = await tgs(['graph', 'amend', id, fixed]);
+  assert.equal(amended.code, 0, amended.stderr);
+  assert.match(amended.stdout, /amended \(amend #1\)/);
+  assert.match(amended.stdout, /reruns 2 task\(s\): build, test/);
+  assert.match(amended.stdout, /build {2}\S{22}/);
+  const waited = await tgs(['graph', 'wait', id]);
+  assert.equal(waited.code, 0, waited.stdout + waited.stderr);
+});
+
 test('task log -f follows a running task to its end', async () => {
   const gate = path.join(dir, 'follow-gate');
   const file = graphFile('follow', { tasks: { talk: { task: shellTask(`echo one; while [ ! -f ${gate} ]; do sleep 0.1; done; echo two`) } } });

@@ -222,6 +222,10 @@ test('the variables the tgs services set are ones tgs reads; the shell worker ge
   }
   // the root client's token is the API's alone
   for (const [name, s] of Object.entries(services)) assert.equal('TGS_ROOT_ACCESS_TOKEN' in envOf(s), name === 'api', `${name} and the root token`);
+  // security review 2026-11-28, info 13: trigger tokens are sealed at rest, with a key the API alone holds
+  for (const [name, s] of Object.entries(services)) assert.equal('TGS_HOOK_TOKEN_KEY' in envOf(s), name === 'api', `${name} and the hook token key`);
+  assert.match(String(envOf(services.api).TGS_HOOK_TOKEN_KEY), /^\$\{TGS_HOOK_TOKEN_KEY:\?/, 'required from .env');
+  assert.match(read('.env.example'), /openssl rand -base64 32\n[\s\S]*^TGS_HOOK_TOKEN_KEY=$/m);
   const workerEnv = Object.keys(envOf(services['shell-worker']));
   for (const key of ['DATABASE_URL', 'AMQP_URL', 'TEMPORAL_ADDRESS', 'TGS_ROOT_ACCESS_TOKEN']) assert.ok(!workerEnv.includes(key), `the shell worker has ${key}`);
 });

@@ -100,6 +100,10 @@ test('a Deployment per process (api, relay, bridge, scheduler-worker; the shell 
     for (const w of workloads(manifests)) {
       const root = podSpec(w).containers[0].env?.some((e) => e.name === 'TGS_ROOT_ACCESS_TOKEN') ?? false;
       assert.ok(!root || component(w) === 'api', `${name}: ${w.metadata.name} gets the root token`);
+      // security review 2026-11-28, info 13: trigger tokens sealed at rest, the key from a Secret, the API's alone
+      const key = podSpec(w).containers[0].env?.find((e) => e.name === 'TGS_HOOK_TOKEN_KEY');
+      assert.ok(!key || component(w) === 'api', `${name}: ${w.metadata.name} gets the hook token key`);
+      if (name === 'production-like values' && component(w) === 'api') assert.equal(key?.valueFrom?.secretKeyRef?.name, 'tgs-hook-token-key');
     }
     const service = manifests.find((m) => m.kind === 'Service' && m.metadata.name.endsWith('-api'));
     const api = deployments.find((d) => component(d) === 'api') as Manifest;

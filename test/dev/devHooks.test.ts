@@ -41,14 +41,15 @@ test('embedded tgs dev fires a hook bound to task-graph-finished when a graph fi
   await client.request('hooks', 'PUT', '/hooks/dev/after-graph', {
     metadata: { name: 'after a graph', description: 'fired by task-graph-finished', owner: 'tests@example.com' },
     triggerSchema: { type: 'object' },
-    bindings: [{ exchange: 'scheduler/v1/task-graph-finished', routingKeyPattern: '#.devhooks' }],
+    // a graph route: granted by `queue:route:devhooks`, so only graphs whose submitter holds it fire the hook
+    bindings: [{ exchange: 'scheduler/v1/task-graph-finished', routingKeyPattern: 'route.devhooks' }],
     task: { ...shellTask('after the graph'), created: '${now}', deadline: { $fromNow: '1 hour' }, payload: { command: ['true'], maxRunTime: 60, env: { GRAPH: '${payload.status.taskGraphId}' } } },
   });
   // bound within a moment of the write (the listener is notified on commit)
   await eventually(async () => /hook listener: bound .*task-graph-finished/.test(dev?.output() ?? ''), 'the listener bound the hook', 30_000);
 
   const taskGraphId = slugid.nice();
-  await client.request('scheduler', 'PUT', `/task-graph/${taskGraphId}`, { routing: 'devhooks', tasks: { only: { task: shellTask('only') } } });
+  await client.request('scheduler', 'PUT', `/task-graph/${taskGraphId}`, { routing: 'devhooks', routes: ['devhooks'], tasks: { only: { task: shellTask('only') } } });
   const fires = await eventually(async () => {
     const res = await client.request<{ lastFires: { taskId: string; firedBy: string; result: string; taskState: string }[] }>('hooks', 'GET', '/hooks/dev/after-graph/last-fires').catch(() => undefined);
     return res && res.lastFires.length > 0 && res.lastFires;

@@ -157,7 +157,18 @@ test('a lost resolution: the dependent explains inconsistent, and the call makes
   {
     await new Promise((r) => setTimeout(r, 1000));
     assert.equal(await stateOf(g.id('q')), 'unscheduled', 'nothing told the workflow');
-    const q = await explainTask(g.id('q'));
+    // security review 2026-11-28, info 15: twenty explanations at once signal the workflow once (a spy on the port)
+    const owner = stack.api.api.deps.taskGroups;
+    const reconcile = owner.reconcile.bind(owner);
+    let signals = 0;
+    owner.reconcile = (id: string) => {
+      signals++;
+      return reconcile(id);
+    };
+    const explained = await Promise.all(Array.from({ length: 20 }, () => explainTask(g.id('q'))));
+    owner.reconcile = reconcile;
+    assert.equal(signals, 1, 'one reconcile signal for twenty explanations');
+    const q = explained[0];
     assert.deepEqual(q.blockers.map((b) => b.kind), ['inconsistent']);
     assert.match(q.summary, /every requirement is met but the task is still unscheduled/);
     const started = Date.now();

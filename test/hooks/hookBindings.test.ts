@@ -299,3 +299,38 @@ test("security review 2026-11-28 #2: a low-trust submitter's graph routed `night
   assert.equal((await lastFires(stack, release)).length, 1, 'the low-trust graph fired nothing');
   ok(await stack.api.request('DELETE', release));
 });
+
+test('security review 2026-11-28 #8: the listener queue holds at most HOOK_LISTENER_MAX_LENGTH messages, the oldest past it dead-lettered; an unbounded queue of before is used and the fix logged', async () => {
+  const { declareHookListenerQueue, hookListenerDeadName, HOOK_LISTENER_MAX_LENGTH } = await import('../../src/hooks/listenerQueue.js');
+  const { hookListenerQueueName } = await import('../../src/hooks/listenerBindings.js');
+  const config = { ...stack.config, schedulerId: `bound-${slugid.nice().slice(0, 8).replace(/[^A-Za-z0-9]/g, 'x')}` };
+  const queue = hookListenerQueueName(config);
+  const dead = hookListenerDeadName(config);
+  const exchange = `${config.exchangePrefix}tgs-test/hook-listener-bound/${config.schedulerId}`;
+  const logged: string[] = [];
+  const ch = await declareHookListenerQueue(bus, config, 16, (line) => logged.push(line));
+  try {
+    await ch.assertExchange(exchange, 'topic', { durable: false, autoDelete: false });
+    await ch.bindQueue(queue, exchange, '#');
+    // nobody consumes: a listener far behind (a slow hook's messages, a second each)
+    for (let i = 0; i < HOOK_LISTENER_MAX_LENGTH + 5; i++) ch.publish(exchange, 'k', Buffer.from(JSON.stringify({ i })), { messageId: String(i) });
+    await eventually(async () => (await ch.assertQueue(dead, { durable: true, arguments: { 'x-max-length': 100_000 } })).messageCount === 5 || undefined, 'five dead-lettered');
+    const kept = await ch.assertQueue(queue, { durable: true, arguments: (await import('../../src/hooks/listenerQueue.js')).hookListenerQueueArguments(config) });
+    assert.equal(kept.messageCount, HOOK_LISTENER_MAX_LENGTH);
+    assert.equal(logged.length, 0, logged.join('\n'));
+  } finally {
+    await ch.deleteQueue(queue);
+    await ch.deleteQueue(dead);
+    await ch.close();
+  }
+  // a queue declared by a listener before the bound
+  const old = await bus.createChannel();
+  await old.assertQueue(queue, { durable: true });
+  const reused = await declareHookListenerQueue(bus, config, 16, (line) => logged.push(line));
+  assert.match(logged.join('\n'), /was declared without its length bound[\s\S]*rabbitmqctl delete_queue/);
+  await reused.deleteQueue(queue);
+  await reused.deleteQueue(dead);
+  await reused.deleteExchange(exchange).catch(() => undefined);
+  await reused.close();
+  await old.close().catch(() => undefined);
+});

@@ -8,6 +8,7 @@ import { startWorkflowEnv, type WorkflowEnv } from '../../support/workflowEnv.js
 import { eventually } from '../../support/stack.js';
 import type { NodeSpec } from '../helpers/graphPages.js';
 import {
+  amendUpdate,
   cancelSignal,
   extendedSignal,
   rerunSignal,
@@ -376,6 +377,33 @@ test('a graph loaded a page at a time, its nodes requiring nodes of later pages,
   const answered = (e: (typeof pages)[number]) =>
     (events ?? []).find((c) => c.activityTaskCompletedEventAttributes && String(c.activityTaskCompletedEventAttributes.scheduledEventId) === String(e.eventId));
   assert.ok(Number(pages[1].eventId) < Number(answered(pages[0])?.eventId), 'the second page was asked for before the first was answered');
+});
+
+test('an amend update replaces the failing task and its waiting dependent: the blocked graph runs on and finishes; a malformed one is refused', async () => {
+  const g = await start([{ label: 'broken' }, { label: 'independent' }, { label: 'after', requires: ['broken'] }]);
+  await g.waitDispatched('schedule:broken');
+  await g.waitDispatched('schedule:independent');
+  await g.resolve('independent', 0, 'completed');
+  await g.resolve('broken', 0, 'failed');
+  await g.graph.until(() => g.graph.published.some((p) => p.state === 'blocked'), 'blocked');
+  await assert.rejects(
+    g.handle.executeUpdate(amendUpdate, { args: [{ nodeCount: 3, superseded: [99] }] }),
+    (err: unknown) => err instanceof WorkflowUpdateFailedError && /superseded/.test(String(err.cause?.message)),
+  );
+  // the amend endpoint stored the replacements (src/scheduler/amendTaskGraph.ts), then tells the workflow
+  g.graph.add([{ label: 'broken-2' }, { label: 'after-2', requires: ['broken-2'] }]);
+  const superseded = [g.graph.indexOf('broken'), g.graph.indexOf('after')];
+  const accepted = await g.handle.executeUpdate(amendUpdate, { args: [{ nodeCount: g.graph.nodeCount, superseded }] });
+  assert.deepEqual(accepted, { superseded: 2, nodeCount: 5 });
+  // repeated (the endpoint retried): nothing more
+  assert.deepEqual(await g.handle.executeUpdate(amendUpdate, { args: [{ nodeCount: g.graph.nodeCount, superseded }] }), { superseded: 0, nodeCount: 5 });
+  await g.waitDispatched('schedule:broken-2');
+  await g.resolve('broken-2', 0, 'completed');
+  await g.waitDispatched('schedule:after-2');
+  await g.resolve('after-2', 0, 'completed');
+  assert.equal((await g.handle.result()).state, 'finished');
+  assert.ok(!g.graph.dispatchedLabels().includes('schedule:after'), 'the replaced dependent never ran');
+  assert.deepEqual(g.graph.published.map((p) => p.state), ['running', 'blocked', 'running', 'finished']);
 });
 
 test('a Temporal cancellation of the workflow ends the graph as the cancel signal does, then the workflow as Canceled', async () => {

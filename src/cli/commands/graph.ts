@@ -2,12 +2,29 @@ import type { Command } from 'commander';
 import path from 'node:path';
 import slugid from 'slugid';
 import { requireCredentials, resolveCredentials } from '../../client/credentials.js';
-import { GraphNotFinishedError, TgsClient, type GraphInfo, type GraphTask, type TaskGraph, type TaskGraphNode } from '../../client/tgsClient.js';
+import { GraphNotFinishedError, TgsClient, type AmendedGraph, type GraphInfo, type GraphTask, type TaskGraph, type TaskGraphNode } from '../../client/tgsClient.js';
 import { LIVE_LOG } from '../../queue/liveLogName.js';
 import { defaultOwner, readGraphFile, withTaskDefaults } from '../graphFile.js';
 import { countsLine, elapsed, Progress } from '../progress.js';
 import { printGraphExplanation } from '../explanation.js';
 import { withClient } from '../withClient.js';
+
+/** An amend's answer for people: what each class holds, what (would) run again, and what became of the graph. */
+function printAmend(a: AmendedGraph): void {
+  const c = a.classification;
+  const list = (labels: string[]) => (labels.length > 10 ? `${labels.slice(0, 10).join(', ')}, … (+${labels.length - 10})` : labels.join(', '));
+  const rerun = [...c.changed, ...c.added, ...c.dependent];
+  console.log(a.dryRun ? `dry run of an amend of task-graph ${a.taskGraphId}: nothing was changed` : `task-graph ${a.taskGraphId} amended (amend #${a.amend})`);
+  for (const [name, labels] of [['changed', c.changed], ['dependent (requires a changed label)', c.dependent], ['added', c.added], ['removed', c.removed], ['metadata only (patched, no rerun)', c.metadata]] as const) {
+    if (labels.length > 0) console.log(`  ${name}: ${list(labels)}`);
+  }
+  console.log(`  unchanged: ${c.unchanged}`);
+  console.log(rerun.length === 0 ? `${a.dryRun ? 'would rerun' : 'reruns'}: nothing` : `${a.dryRun ? 'would rerun' : 'reruns'} ${rerun.length} task(s): ${list(rerun)}`);
+  for (const t of a.tasks) console.log(`  ${t.label}  ${t.taskId}`);
+  if (a.workflow === 'started') console.log(`the graph had finished: it is ${a.state} again`);
+  if (a.workflow === 'not-running') console.log(`the graph's workflow is not running: resume it with tgs graph resume ${a.taskGraphId}`);
+  if (!a.dryRun) console.log(`it is ${a.state}`);
+}
 
 /** Prints why the graph did not finish: the blocking tasks, their run's reason and the tail of their log. */
 async function reportNotFinished(client: TgsClient, err: GraphNotFinishedError, tailLines: number): Promise<void> {
@@ -217,6 +234,22 @@ export function registerGraphCommand(program: Command): void {
           console.log(`task-graph ${taskGraphId} extended with ${extended.tasks.length} task(s); it is ${extended.status.state}`);
           for (const t of extended.tasks) console.log(`  ${t.label}  ${t.taskId}`);
         }
+      });
+    });
+
+  graph
+    .command('amend <taskGraphId> <file>')
+    .description('rerun exactly what changed: give the whole edited graph file; changed labels and what depends on them get new tasks, metadata-only changes are patched (docs/formats.md § Amend)')
+    .option('--dry-run', 'print the classification and what would rerun, changing nothing')
+    .option('--json', 'print the API answer as JSON')
+    .action(async (taskGraphId: string, file: string, opts: { dryRun?: boolean; json?: boolean }) => {
+      const resolved = requireCredentials();
+      const body = readGraphFile(file);
+      await withClient(resolved, async (c) => {
+        const tasks = withTaskDefaults(body.tasks as Record<string, TaskGraphNode>, { now: Date.now(), owner: defaultOwner(), source: c.graphUrl(taskGraphId) });
+        const amended = await c.amendGraph(taskGraphId, { tasks }, { dryRun: opts.dryRun === true });
+        if (opts.json) console.log(JSON.stringify(amended, null, 2));
+        else printAmend(amended);
       });
     });
 

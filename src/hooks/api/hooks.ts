@@ -141,7 +141,7 @@ export const createHook = declare<HookRequest>({
   output: hookDefinition,
   async handler({ params, body, deps }) {
     const definition = requestedDefinition(deps.config, params, body, []);
-    await checkTemplateBounds(definition.task);
+    await checkTemplateBounds(definition.task, `${definition.hookGroupId}/${definition.hookId}`);
     const created = await writeHook(
       deps,
       (client) => insertHook(client, { ...definition, triggerToken: sealToken(deps.config.hookTokenKey, definition, slugid.nice()) }),
@@ -173,7 +173,7 @@ export const updateHook = declare<HookRequest>({
     const existing = await getHook(deps.pool, params.hookGroupId, params.hookId);
     if (!existing) throw noSuchHook(params);
     const definition = requestedDefinition(deps.config, params, body, existing.bindings);
-    await checkTemplateBounds(definition.task);
+    await checkTemplateBounds(definition.task, `${definition.hookGroupId}/${definition.hookId}`);
     const updated = await writeHook(
       deps,
       (client) => updateHookDefinition(client, definition),
