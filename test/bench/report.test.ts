@@ -32,7 +32,7 @@ test('claim + complete against its floor in alternated rounds: the median of the
 });
 
 test('the peer scenario\'s rows: each drain\'s figures, then the ratios of the worker stream to the equal-work peers', () => {
-  const figures = (perS: number, machine: number) => ({ per_s: perS, machine_ms_per_task: machine, rounds_per_s: [perS], cpu_ms_per_task: { total: machine / 2 } });
+  const figures = (perS: number, machine: number) => ({ per_s: perS, machine_ms_per_task: machine, rounds_per_s: [perS], rounds_machine_ms_per_task: [machine], cpu_ms_per_task: { total: machine / 2 } });
   const peer = {
     jobs: 20000, peer_version: '0.17.3',
     figures: { stream: figures(3600, 0.5), 'default-equal': figures(4000, 0.4), 'batched-equal': figures(40000, 0.04) },
@@ -40,12 +40,12 @@ test('the peer scenario\'s rows: each drain\'s figures, then the ratios of the w
   };
   const table = peerRows(peer);
   assert.equal(table.length, 4, 'a heading and the three drains measured (the others were not)');
-  assert.match(table[1], /worker stream .* \| 3600 tasks\/s \(3600\); 0\.5 ms \| CPU per task 0\.25 ms/);
+  assert.match(table[1], /worker stream .* \| 3600 tasks\/s \(3600\); 0\.5 ms \(0\.5\) \| CPU per task 0\.25 ms/);
   const rows = ratioRows({ peer });
   assert.match(rows[0], /^\| ratios to this run's floors \| worker stream tasks\/s ÷ the default equal-work peer's .* \| 0\.90 \| 3600 ÷ 4000 tasks\/s \| ≥ 1\.2 \|$/);
-  assert.match(rows[1], /\| 1\.25× \| 0\.5 ms ÷ 0\.4 ms \| ≤ 1× \|$/);
-  assert.match(rows[2], /\| 12\.50× \(12\.50×\) \| 0\.5 ms ÷ 0\.04 ms \| a batched lane: ≤ 3× \|$/);
-  assert.match(rows[3], /\| — \| — ÷ 4000 tasks\/s \| \|$/, 'a drain not measured shows a dash');
+  assert.match(rows[1], /\| 1\.25× \| 0\.5 ÷ 0\.4 ms \| ≤ 1× \|$/);
+  assert.match(rows[2], /\| 12\.50× \(12\.50×\) \| 0\.5 ÷ 0\.04 ms \| a batched lane: ≤ 3× \|$/);
+  assert.match(rows[3], /\| — \| — \| \|$/, 'a drain not measured shows a dash');
 });
 
 test('Postgres client backends are told apart by database, the server\'s own processes are not', () => {
