@@ -61,6 +61,7 @@ export function renderMarkdown(r: Results): string {
       `| | createTask, 50 at once | ${fmt(q.create_per_s)} tasks/s | ${cpu(q.cpu_ms_per_task_create)} | |`,
     );
   }
+  if (r.peer) lines.push(...peerRows(r.peer));
   if (r.ui) {
     for (const row of r.ui.sizes ?? []) {
       lines.push(`| ui (${row.tasks} tasks) | layout / first draw | ${fmt(row.layout_ms, ' ms')} / ${fmt(row.first_draw_ms, ' ms')} | | first frame ≤ 3 s at 100k |`);
@@ -74,6 +75,29 @@ export function renderMarkdown(r: Results): string {
   }
   lines.push(...ratioRows(r));
   return lines.join('\n');
+}
+
+/** What each drain of the peer scenario is, in the order of its rows. */
+const PEER_ROWS: [string, string][] = [
+  ['stream', 'tgs, worker stream (capacity 128; an AMQP message a state change, auth, run history)'],
+  ['claim_complete', "tgs, claim + complete with Taskcluster's calls (up to 8 a claim)"],
+  ['default', 'graphile-worker, default (a get and a complete statement a job; the job deleted)'],
+  ['batched', 'graphile-worker, batched (`localQueue.size` 500, completions batched: its fast mode)'],
+  ['default-equal', 'graphile-worker, default, equal work (an event row a state change, completed jobs kept)'],
+  ['batched-equal', 'graphile-worker, batched, equal work'],
+];
+
+/** The peer scenario (bench/scenarios/peer.ts): each drain's tasks a second and CPU per task, the medians of its rounds. */
+export function peerRows(p: Results): string[] {
+  const rows = [`| peer (${fmt(p.jobs)} no-op tasks a drain, 16 workers, ${p.figures?.stream?.rounds_per_s?.length ?? '—'} rounds alternated; graphile-worker ${fmt(p.peer_version)}, same Postgres) | the median of the rounds' tasks/s (each round's); the machine's busy CPU per task (/proc/stat; each round's) | | CPU per task by process (the round of the median tasks/s); per task: Postgres transactions, rows written | |`];
+  for (const [key, what] of PEER_ROWS) {
+    const f = p.figures?.[key];
+    if (!f) continue;
+    const counts = f.per_task ? `; ${fmt(f.per_task.pg_transactions)}, ${fmt(f.per_task.pg_rows_written)}` : '';
+    const machine = f.rounds_machine_ms_per_task ? ` (${f.rounds_machine_ms_per_task.join(', ')})` : '';
+    rows.push(`| | ${what} | ${fmt(f.per_s)} tasks/s (${(f.rounds_per_s ?? []).join(', ')}); ${fmt(f.machine_ms_per_task, ' ms')}${machine} | ${cpu(f.cpu_ms_per_task)}${counts} | |`);
+  }
+  return rows;
 }
 
 const ratio = (a: number | undefined, b: number | undefined) => (a && b ? a / b : undefined);
@@ -111,6 +135,22 @@ export function ratioRows(r: Results): string[] {
     if (q.claim_complete_stream_per_s) {
       rows.push(`| | claim + complete over the worker stream ÷ the same floor | ${showRatio(ratio(q.claim_complete_stream_per_s, q.floor_per_s), '')} | ${fmt(q.claim_complete_stream_per_s)} ÷ ${fmt(q.floor_per_s)} tasks/s | |`);
     }
+  }
+  const pr = r.peer?.ratios;
+  if (pr) {
+    // each round's pair beside the median of the rounds' ratios: with two rounds the median is the lower ratio
+    const f = r.peer.figures ?? {};
+    const pairs = (a: string, b: string, key: 'rounds_per_s' | 'rounds_machine_ms_per_task', unit: string) => {
+      const as: number[] = f[a]?.[key] ?? [];
+      const bs: number[] = f[b]?.[key] ?? [];
+      return as.length && bs.length ? `${as.map((x, i) => `${fmt(x)} ÷ ${fmt(bs[i])}`).join(', ')}${unit}` : '—';
+    };
+    rows.push(
+      `| | worker stream tasks/s ÷ the default equal-work peer's (the median of the rounds') | ${showRatio(pr.stream_per_s_vs_default_equal, '')} | ${pairs('stream', 'default-equal', 'rounds_per_s', ' tasks/s')} | ≥ 1.2 |`,
+      `| | worker stream CPU per task ÷ the default equal-work peer's (the machine's) | ${showRatio(pr.stream_cpu_vs_default_equal)} | ${pairs('stream', 'default-equal', 'rounds_machine_ms_per_task', ' ms')} | ≤ 1× |`,
+      `| | worker stream CPU per task ÷ the batched equal-work peer's (the machine's; the processes' counted) | ${showRatio(pr.stream_cpu_vs_batched_equal)} (${showRatio(pr.stream_counted_cpu_vs_batched_equal)}) | ${pairs('stream', 'batched-equal', 'rounds_machine_ms_per_task', ' ms')} | a batched lane: ≤ 3× |`,
+      `| | claim + complete (Taskcluster's calls) tasks/s ÷ the default equal-work peer's | ${showRatio(pr.claim_complete_per_s_vs_default_equal, '')} | ${pairs('claim_complete', 'default-equal', 'rounds_per_s', ' tasks/s')} | |`,
+    );
   }
   if (s) {
     rows.push(`| | 100k graph submit, CPU per task | ${fmt(s.cpu_ms_per_task_submit?.total, ' ms')} (${fmt(s.submit_s, ' s')}) | | ≤ 0.25 ms, < 20 s |`);

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=hop,throughput,scale,queue,ui] [-- --layers=N --width=M] [-- --single-process] [-- --cold]
+ * `npm run bench [-- --quick] [-- --only=hop,throughput,queue,peer,scale,ui] [-- --layers=N --width=M] [-- --single-process] [-- --cold]
  * [-- --server-autovacuum]`: tgs against its floors, measured in one run on this machine, on warmed-up processes with
  * the database settled before each scenario (bench/settle.ts; --cold: neither, as the bench measured until
  * 2026-11-25) and autovacuum on (bench/autovacuum.ts; --server-autovacuum: as the server has it). Each scenario is a file under bench/scenarios/ with
@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { findTemporalCli } from '../src/temporal/devServer.js';
 import { benchPostgresUrl } from './pgSocket.js';
+import { countPostgresDatabase } from './cpu.js';
 import { renderMarkdown } from './report.js';
 import { FULL_SIZES, QUICK_SIZES, type BenchStack, type Sizes } from './scenario.js';
 import { settle, warmUp } from './settle.js';
@@ -20,14 +21,16 @@ import { startBenchStack } from './stack.js';
 import * as hop from './scenarios/hop.js';
 import * as throughput from './scenarios/throughput.js';
 import * as queue from './scenarios/queue.js';
+import * as peer from './scenarios/peer.js';
 import * as scale from './scenarios/scale.js';
 import * as ui from './scenarios/ui.js';
 
 /**
  * In the order they run: queue before scale, because the 100,000 tasks scale leaves behind keep autovacuum busy
- * for minutes (Postgres CPU per claim+complete went from 1.7 to 3.4 ms when queue ran after it).
+ * for minutes (Postgres CPU per claim+complete went from 1.7 to 3.4 ms when queue ran after it); peer before it for
+ * the same reason.
  */
-const SCENARIOS: Record<string, { run(stack: BenchStack, sizes: Sizes): Promise<unknown> }> = { hop, throughput, queue, scale, ui };
+const SCENARIOS: Record<string, { run(stack: BenchStack, sizes: Sizes): Promise<unknown> }> = { hop, throughput, queue, peer, scale, ui };
 
 function parseArgs(args: string[]) {
   const quick = args.includes('--quick');
@@ -78,11 +81,13 @@ async function main() {
   if (only.has('ui') && !existsSync(chromiumOptions.executablePath)) {
     throw new Error(
       `the ui scenario drives Chromium, which is missing at ${chromiumOptions.executablePath}: install it (apt-get install -y chromium; ` +
-        '`npm test` installs it too), set TGS_CHROMIUM to a Chromium binary, or leave the scenario out (--only=hop,throughput,queue,scale)',
+        '`npm test` installs it too), set TGS_CHROMIUM to a Chromium binary, or leave the scenario out (--only=hop,throughput,queue,peer,scale)',
     );
   }
   log(`starting the stack (quick=${quick}, ${separateProcesses ? 'api, bridge and scheduler-worker as processes' : 'single process'})`);
   const stack = await startBenchStack({ separateProcesses, postgresUrl: benchPostgresUrl(), log });
+  // the CPU of Postgres' client backends is counted for the bench's database only (bench/cpu.ts): others share the server
+  countPostgresDatabase(new URL(stack.config.databaseUrl).pathname.slice(1));
   const autovacuum = await autovacuumForRun(stack.api.db.pool, log, serverAutovacuum).catch(async (err: unknown) => {
     await stack.stop();
     throw err;

@@ -21,16 +21,19 @@ export interface Sizes {
   queueTasks: number;
   /** rounds of the queue scenario's batched drain and its floor, alternated */
   queueRounds: number;
+  /** no-op tasks of each drain of the peer scenario (tgs's and the peer's, bench/scenarios/peer.ts), and its rounds */
+  peerJobs: number;
+  peerRounds: number;
   /** graph sizes the UI scenario opens, and the one it also feeds live changes to */
   uiTasks: number[];
   uiLiveTasks: number;
 }
 
 export const QUICK_SIZES: Sizes = {
-  chain: 20, floorHops: 20, throughput: 500, layers: 10, width: 100, fanIn: 3, queueTasks: 300, queueRounds: 1, uiTasks: [1000], uiLiveTasks: 1000,
+  chain: 20, floorHops: 20, throughput: 500, layers: 10, width: 100, fanIn: 3, queueTasks: 300, queueRounds: 1, peerJobs: 300, peerRounds: 1, uiTasks: [1000], uiLiveTasks: 1000,
 };
 export const FULL_SIZES: Sizes = {
-  chain: 200, floorHops: 200, throughput: 10_000, layers: 100, width: 1000, fanIn: 4, queueTasks: 5000, queueRounds: 3,
+  chain: 200, floorHops: 200, throughput: 10_000, layers: 100, width: 1000, fanIn: 4, queueTasks: 5000, queueRounds: 3, peerJobs: 20_000, peerRounds: 2,
   uiTasks: [1000, 10_000, 30_000, 100_000], uiLiveTasks: 30_000,
 };
 

@@ -114,6 +114,8 @@ export async function startBenchStack(options: { separateProcesses: boolean; pos
     processNames() {
       const names = new Map<number, string>(processes.map((p) => [p.child.pid as number, `tgs ${p.name}`]));
       names.set(process.pid, separateProcesses ? 'bench (fast worker)' : 'tgs (all) + bench');
+      // the stack's own dev server: other test runs on the machine start theirs (bench/cpu.ts counts only this one)
+      if (stack.temporal.process?.pid) names.set(stack.temporal.process.pid, 'temporal');
       return names;
     },
     maxRssMb() {

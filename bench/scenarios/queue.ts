@@ -10,6 +10,7 @@ import { startFastWorker } from '../../support/fastWorker.js';
 import { medianRatio, percentile } from '../stats.js';
 import { cpuSince, cpuSnapshot } from '../cpu.js';
 import { countSnapshot, perTask } from '../perTaskCounts.js';
+import { busyMsBetween, machineSnapshot } from '../machineCpu.js';
 import type { BenchStack, Sizes } from '../scenario.js';
 
 /**
@@ -36,30 +37,9 @@ export async function run(stack: BenchStack, sizes: Sizes) {
     latencies.push((claimedAt.get(id) as number) - created);
   }
   await latencyWorker.stop();
-  // Throughput: create the tasks first (createTask one at a time, 50 at once, as a decision task would: timed too),
-  // then time the claimers draining them; once claiming one task per claimWork call, once claiming up to 8 (as a
-  // worker with capacity does).
-  const drain = async (workerType: string, batch: number, transport: 'claimWork' | 'stream' = 'claimWork') => {
-    const ids = Array.from({ length: sizes.queueTasks }, () => slugid.nice());
-    // one task group for the drain's tasks, as a decision task's (and the floor's): a group each would add a
-    // task-group-resolved message and a group row's update to every report, which the floor does not make
-    const taskGroupId = slugid.nice();
-    const created0 = performance.now();
-    const cpuBeforeCreate = cpuSnapshot(stack.processNames());
-    for (let i = 0; i < ids.length; i += 50) {
-      await Promise.all(ids.slice(i, i + 50).map((id, k) => api.request('queue', 'PUT', `/task/${id}`, { ...fastTask(`tp${i + k}`), workerType, taskGroupId })));
-    }
-    const create = { perS: Math.round(ids.length / ((performance.now() - created0) / 1000)), cpu: cpuSince(cpuBeforeCreate, cpuSnapshot(stack.processNames()), ids.length) };
-    const counts = await countSnapshot(stack);
-    const t0 = performance.now();
-    const cpuBefore = cpuSnapshot(stack.processNames());
-    const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency: claimers, batch, transport });
-    while (worker.reported.length < ids.length) await new Promise((r) => setTimeout(r, 20));
-    const seconds = (performance.now() - t0) / 1000;
-    const cpu = cpuSince(cpuBefore, cpuSnapshot(stack.processNames()), ids.length);
-    await worker.stop();
-    return { perS: Math.round(ids.length / seconds), cpu, create, counts: await perTask(stack, counts, ids.length) };
-  };
+  // Throughput: once claiming one task per claimWork call, once claiming up to 8 (as a worker with capacity does).
+  const drain = (workerType: string, batch: number, transport: 'claimWork' | 'stream' = 'claimWork') =>
+    drainQueue(stack, sizes.queueTasks, workerType, claimers, batch, transport);
   const single = await drain('qtp', 1);
   // Claiming up to 8 and its floor, alternated `queueRounds` times: the machine's speed drifts by a third within a
   // minute here (one run's batched drain and floor gave 1,569 and 2,009 tasks/s, the next run's 1,285 and 2,639), so
@@ -99,6 +79,37 @@ export async function run(stack: BenchStack, sizes: Sizes) {
     per_task_stream: streamed.counts,
     per_task_floor: floors[0].counts,
   };
+}
+
+/**
+ * `count` tasks created first (createTask, 50 requests at once into one group, as a decision task would: timed too),
+ * then drained by the fast worker with `claimers` × `batch` of capacity, claiming with claimWork (`batch` a call, one
+ * Taskcluster report a run) or over the worker stream: tasks a second, CPU per task by process, the machine's busy CPU
+ * per task (/proc/stat: every process, Postgres included) and what the drain wrote a task.
+ */
+export async function drainQueue(stack: BenchStack, count: number, workerType: string, claimers: number, batch: number, transport: 'claimWork' | 'stream' = 'claimWork') {
+  const api = stack.root;
+  const ids = Array.from({ length: count }, () => slugid.nice());
+  // one task group for the drain's tasks, as a decision task's (and the floor's): a group each would add a
+  // task-group-resolved message and a group row's update to every report, which the floor does not make
+  const taskGroupId = slugid.nice();
+  const created0 = performance.now();
+  const cpuBeforeCreate = cpuSnapshot(stack.processNames());
+  for (let i = 0; i < ids.length; i += 50) {
+    await Promise.all(ids.slice(i, i + 50).map((id, k) => api.request('queue', 'PUT', `/task/${id}`, { ...fastTask(`tp${i + k}`), workerType, taskGroupId })));
+  }
+  const create = { perS: Math.round(ids.length / ((performance.now() - created0) / 1000)), cpu: cpuSince(cpuBeforeCreate, cpuSnapshot(stack.processNames()), ids.length) };
+  const counts = await countSnapshot(stack);
+  const t0 = performance.now();
+  const cpuBefore = cpuSnapshot(stack.processNames());
+  const machineBefore = machineSnapshot();
+  const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType, concurrency: claimers, batch, transport });
+  while (worker.reported.length < ids.length) await new Promise((r) => setTimeout(r, 20));
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = cpuSince(cpuBefore, cpuSnapshot(stack.processNames()), ids.length);
+  const machineMsPerTask = Math.round((busyMsBetween(machineBefore, machineSnapshot()) / ids.length) * 100) / 100;
+  await worker.stop();
+  return { perS: Math.round(ids.length / seconds), cpu, machineMsPerTask, create, counts: await perTask(stack, counts, ids.length) };
 }
 
 /** CPU ms per task by process over rounds of as many tasks each: their mean, rounded as cpuSince rounds. */

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ratioRows } from '../../bench/report.js';
+import { peerRows, ratioRows } from '../../bench/report.js';
+import { clientBackendDatabase } from '../../bench/cpu.js';
 
 test('the ratios row of the bench table divides each figure by the floor measured in the same run', () => {
   const rows = ratioRows({
@@ -28,4 +29,29 @@ test('claim + complete against its floor in alternated rounds: the median of the
     },
   });
   assert.match(row, /\| 0\.62 \| the median of 3 rounds alternated: 1300 ÷ 2100, 1500 ÷ 2400, 1100 ÷ 2600 tasks\/s \| ≥ 0\.6 \|$/);
+});
+
+test('the peer scenario\'s rows: each drain\'s figures, then the ratios of the worker stream to the equal-work peers', () => {
+  const figures = (perS: number, machine: number) => ({ per_s: perS, machine_ms_per_task: machine, rounds_per_s: [perS], rounds_machine_ms_per_task: [machine], cpu_ms_per_task: { total: machine / 2 } });
+  const peer = {
+    jobs: 20000, peer_version: '0.17.3',
+    figures: { stream: figures(3600, 0.5), 'default-equal': figures(4000, 0.4), 'batched-equal': figures(40000, 0.04) },
+    ratios: { stream_per_s_vs_default_equal: 0.9, stream_cpu_vs_default_equal: 1.25, stream_cpu_vs_batched_equal: 12.5, stream_counted_cpu_vs_batched_equal: 12.5, claim_complete_per_s_vs_default_equal: undefined },
+  };
+  const table = peerRows(peer);
+  assert.equal(table.length, 4, 'a heading and the three drains measured (the others were not)');
+  assert.match(table[1], /worker stream .* \| 3600 tasks\/s \(3600\); 0\.5 ms \(0\.5\) \| CPU per task 0\.25 ms/);
+  const rows = ratioRows({ peer });
+  assert.match(rows[0], /^\| ratios to this run's floors \| worker stream tasks\/s ÷ the default equal-work peer's .* \| 0\.90 \| 3600 ÷ 4000 tasks\/s \| ≥ 1\.2 \|$/);
+  assert.match(rows[1], /\| 1\.25× \| 0\.5 ÷ 0\.4 ms \| ≤ 1× \|$/);
+  assert.match(rows[2], /\| 12\.50× \(12\.50×\) \| 0\.5 ÷ 0\.04 ms \| a batched lane: ≤ 3× \|$/);
+  assert.match(rows[3], /\| — \| — \| \|$/, 'a drain not measured shows a dash');
+});
+
+test('Postgres client backends are told apart by database, the server\'s own processes are not', () => {
+  assert.equal(clientBackendDatabase('postgres: 15/main: postgres tgs_test_1_ab [local] idle '), 'tgs_test_1_ab');
+  assert.equal(clientBackendDatabase('postgres: 15/main: postgres tgs_bench_peer_9 127.0.0.1(33846) UPDATE'), 'tgs_bench_peer_9');
+  assert.equal(clientBackendDatabase('postgres: 15/main: walwriter '), undefined);
+  assert.equal(clientBackendDatabase('postgres: 15/main: logical replication launcher '), undefined);
+  assert.equal(clientBackendDatabase('postgres: 15/main: parallel worker for PID 12 '), undefined);
 });

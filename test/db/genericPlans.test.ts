@@ -11,6 +11,8 @@ import { validateTaskDefinition, type TaskDefinition } from '../../src/queue/def
 import { fastTask } from '../../support/graphs.js';
 import slugid from 'slugid';
 import { loadTasks } from '../../src/queue/taskRow.js';
+import { latestRuns } from '../../src/queue/latestRuns.js';
+import { readyTasks } from '../../src/queue/readiness.js';
 import { testIssuer } from '../../support/issuer.js';
 
 // The queue's hot named statements must settle on one generic plan instead of being planned again at every call
@@ -87,6 +89,26 @@ test('createTask, one task at a time, keeps one generic plan for each of its sta
     for (const fragment of ['SELECT task_id FROM tasks WHERE task_id = ANY', 'INSERT INTO task_groups', 'INSERT INTO tasks (']) {
       const [p] = await plans(client, fragment);
       assert.ok(p.generic_plans >= 6 && p.custom_plans <= 6, `${fragment}: ${JSON.stringify(p)}`);
+    }
+  } finally {
+    client.release();
+  }
+});
+
+test('the bridge\'s check of stored runs and the dispatch\'s readiness read, for 1 to 4 tasks a call, keep one generic plan each', async () => {
+  const client = await db.pool.connect();
+  try {
+    const pool = client as unknown as pg.Pool;
+    const ids = (await pool.query<{ task_id: string }>("SELECT task_id FROM tasks WHERE worker_type = 'plans' ORDER BY task_id LIMIT 4")).rows.map((r) => r.task_id);
+    // a chain's hop asks about one task; a flush or a dispatch of a wider graph about a few
+    for (let i = 0; i < 24; i++) {
+      const some = ids.slice(0, 1 + (i % 4));
+      assert.equal((await latestRuns(pool, some)).length, some.length);
+      assert.equal((await readyTasks(pool, some)).size, some.length, 'tasks without dependencies are ready');
+    }
+    for (const fragment of ["runs->-1->>'reasonResolved' AS reason", 'CROSS JOIN LATERAL']) {
+      const [p] = await plans(client, fragment);
+      assert.ok(p.generic_plans >= 12 && p.custom_plans <= 6, `${fragment}: ${JSON.stringify(p)}`);
     }
   } finally {
     client.release();

@@ -1,0 +1,174 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import pg from 'pg';
+import { countPostgresDatabase, cpuSince, cpuSnapshot } from '../cpu.js';
+import { busyMsBetween, machineSnapshot } from '../machineCpu.js';
+import { PEER_MODES, type PeerMode, type PeerReply, type PeerRequest } from '../peer/protocol.js';
+import { medianRatio, percentile } from '../stats.js';
+import { drainQueue } from './queue.js';
+import type { BenchStack, Sizes } from '../scenario.js';
+
+/**
+ * tgs against a peer, graphile-worker (a Postgres job queue for Node), on the same machine, Postgres server and
+ * settings, in rounds alternated: tgs's worker-stream drain and its claim + complete with Taskcluster's calls (up to 8
+ * a claim), then the peer in its four modes (bench/peer/protocol.ts), `peerJobs` no-op tasks each at 16 workers. The
+ * peer runs in a process of its own (bench/peer/graphileWorker.ts) on a database of its own, created here and dropped
+ * at the end; each mode runs once at a small size first, so that it is measured warm as tgs's processes are.
+ * Each measurement gives tasks a second, the machine's busy CPU per task (/proc/stat: every process, Postgres
+ * included, and whatever else runs on the machine) and CPU per task by process (/proc/<pid>: the peer's process, the
+ * tgs processes, Postgres, RabbitMQ, Temporal).
+ */
+export async function run(stack: BenchStack, sizes: Sizes) {
+  const jobs = sizes.peerJobs;
+  const concurrency = 16;
+  stack.log(`peer: graphile-worker in ${PEER_MODES.length} modes against tgs's drains, ${jobs} tasks each, ${sizes.peerRounds} rounds alternated`);
+  const peer = await startPeer(stack);
+  try {
+    for (const mode of PEER_MODES) await peer.measure(mode, Math.min(jobs, 1000), concurrency);
+    const rounds: Round[] = [];
+    for (let i = 0; i < sizes.peerRounds; i++) {
+      const stream = await drainQueue(stack, jobs, `peer-stream-${i}`, concurrency, 8, 'stream');
+      const claimComplete = await drainQueue(stack, jobs, `peer-cc-${i}`, concurrency, 8);
+      const round: Round = { stream: tgsFigures(stream), claim_complete: tgsFigures(claimComplete) };
+      for (const mode of PEER_MODES) round[mode] = await peer.measure(mode, jobs, concurrency);
+      stack.log(`peer round ${i + 1}: ${Object.entries(round).map(([k, v]) => `${k} ${v.per_s}/s ${v.machine_ms_per_task} ms`).join(', ')}`);
+      rounds.push(round);
+    }
+    return { jobs, concurrency, peer: 'graphile-worker', peer_version: peer.version, ...summarize(rounds) };
+  } finally {
+    await peer.stop();
+  }
+}
+
+type Figures = { per_s: number; machine_ms_per_task: number; cpu_ms_per_task: Record<string, number>; per_task?: Record<string, number> };
+type Round = Record<string, Figures>;
+
+const tgsFigures = (d: Awaited<ReturnType<typeof drainQueue>>): Figures => ({
+  per_s: d.perS, machine_ms_per_task: d.machineMsPerTask, cpu_ms_per_task: d.cpu, per_task: d.counts,
+});
+
+/**
+ * Each measured thing's median over the rounds (tasks a second, machine CPU per task; the CPU by process of the round
+ * with the median tasks a second), and the ratios the goals name, each the median of the rounds' ratios: tgs's
+ * worker stream's tasks a second ÷ the default equal-work peer's (goal ≥ 1.2) and its CPU per task ÷ that peer's
+ * (≤ 1) and ÷ the batched equal-work peer's (the batched lane's goal: ≤ 3).
+ */
+export function summarize(rounds: Round[]) {
+  const names = Object.keys(rounds[0] ?? {});
+  const by: Record<string, Figures & { rounds_per_s: number[]; rounds_machine_ms_per_task: number[] }> = {};
+  for (const name of names) {
+    const each = rounds.map((r) => r[name]);
+    const perS = percentile(each.map((f) => f.per_s), 50);
+    const median = each.find((f) => f.per_s === perS) ?? each[0];
+    by[name] = {
+      ...median,
+      per_s: perS,
+      machine_ms_per_task: percentile(each.map((f) => f.machine_ms_per_task * 100), 50) / 100,
+      rounds_per_s: each.map((f) => f.per_s),
+      rounds_machine_ms_per_task: each.map((f) => f.machine_ms_per_task),
+    };
+  }
+  const ratio = (a: string, b: string, of: (f: Figures) => number) =>
+    rounds.length && rounds[0][a] && rounds[0][b] ? medianRatio(rounds.map((r) => [of(r[a]), of(r[b])])) : undefined;
+  const perS = (f: Figures) => f.per_s;
+  const machine = (f: Figures) => f.machine_ms_per_task;
+  const counted = (f: Figures) => f.cpu_ms_per_task.total;
+  return {
+    figures: by,
+    ratios: {
+      stream_per_s_vs_default_equal: ratio('stream', 'default-equal', perS),
+      stream_cpu_vs_default_equal: ratio('stream', 'default-equal', machine),
+      stream_cpu_vs_batched_equal: ratio('stream', 'batched-equal', machine),
+      stream_counted_cpu_vs_batched_equal: ratio('stream', 'batched-equal', counted),
+      claim_complete_per_s_vs_default_equal: ratio('claim_complete', 'default-equal', perS),
+    },
+  };
+}
+
+/**
+ * The peer's process, forked with a database of its own on tgs's Postgres server, and `measure(mode, jobs,
+ * concurrency)`: one drain, timed by the peer (its worker pool's start to its last job's completion committed) with
+ * the CPU taken around it here.
+ */
+async function startPeer(stack: BenchStack) {
+  const server = new URL(stack.config.databaseUrl);
+  const name = `tgs_bench_peer_${process.pid}`;
+  const at = (database: string) => Object.assign(new URL(server.href), { pathname: `/${database}` }).href;
+  const admin = new pg.Client({ connectionString: at('postgres') });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  countPostgresDatabase(name);
+  const stats = new pg.Client({ connectionString: at(name) });
+  await stats.connect();
+  const child = fork('bench/peer/graphileWorker.ts', [], {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, PEER_DATABASE_URL: at(name) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const { version } = JSON.parse(readFileSync('node_modules/graphile-worker/package.json', 'utf8')) as { version: string };
+  await reply(child, 'started');
+  const names = () => new Map([...stack.processNames(), [child.pid as number, 'peer (graphile-worker)']]);
+  return {
+    version,
+    async measure(mode: PeerMode, jobs: number, concurrency: number): Promise<Figures> {
+      await request(child, { type: 'prepare', mode, jobs, concurrency }, 'ready');
+      const countsBefore = await peerCounts(stats);
+      const cpuBefore = cpuSnapshot(names());
+      const machineBefore = machineSnapshot();
+      const done = await request(child, { type: 'go' }, 'done');
+      const machineMs = busyMsBetween(machineBefore, machineSnapshot());
+      const cpu = cpuSince(cpuBefore, cpuSnapshot(names()), jobs);
+      if (done.executed !== jobs) throw new Error(`peer ${mode}: ${done.executed} of ${jobs} jobs ran`);
+      // the last commits' counts reach pg_stat_database within the collector's interval (bench/perTaskCounts.ts)
+      await new Promise((r) => setTimeout(r, 1100));
+      const countsAfter = await peerCounts(stats);
+      const per = (x: number) => Math.round((x / jobs) * 100) / 100;
+      return {
+        per_s: Math.round(jobs / done.seconds),
+        machine_ms_per_task: Math.round((machineMs / jobs) * 100) / 100,
+        cpu_ms_per_task: cpu,
+        per_task: { pg_transactions: per(countsAfter.xacts - countsBefore.xacts), pg_rows_written: per(countsAfter.rows - countsBefore.rows) },
+      };
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.send({ type: 'exit' } satisfies PeerRequest);
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+        if (child.exitCode === null) child.kill('SIGKILL');
+      }
+      await stats.end();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
+
+/** Transactions and rows written in the peer's database so far (pg_stat_database, as bench/perTaskCounts.ts reads tgs's). */
+async function peerCounts(client: pg.Client) {
+  await client.query('SELECT pg_stat_clear_snapshot()');
+  const { rows } = await client.query<{ xacts: string; rows: string }>(
+    `SELECT (xact_commit + xact_rollback)::text AS xacts, (tup_inserted + tup_updated + tup_deleted)::text AS rows
+       FROM pg_stat_database WHERE datname = current_database()`,
+  );
+  return { xacts: Number(rows[0].xacts), rows: Number(rows[0].rows) };
+}
+
+function reply<T extends PeerReply['type']>(child: ChildProcess, type: T): Promise<Extract<PeerReply, { type: T }>> {
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`the peer's process exited (${code}) while the bench waited for '${type}'`));
+    child.once('exit', onExit);
+    child.once('message', (message: PeerReply) => {
+      child.off('exit', onExit);
+      if (message.type === type) resolve(message as Extract<PeerReply, { type: T }>);
+      else reject(new Error(message.type === 'error' ? `the peer failed: ${message.message}` : `the peer answered '${message.type}', not '${type}'`));
+    });
+  });
+}
+
+function request<T extends PeerReply['type']>(child: ChildProcess, message: PeerRequest, answer: T) {
+  const answered = reply(child, answer);
+  child.send(message);
+  return answered;
+}
