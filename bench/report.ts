@@ -37,6 +37,10 @@ export function renderMarkdown(r: Results): string {
       lines.push(`| | per task: Postgres transactions, rows written, messages, workflow tasks | ${fmt(p.pg_transactions)}, ${fmt(p.pg_rows_written)}, ${fmt(p.messages)}, ${fmt(p.workflow_tasks)} | counted (bench/perTaskCounts.ts): the machine's speed does not move them | fewer |`);
     }
   }
+  if (r.amend) {
+    const a = r.amend;
+    lines.push(`| amend (one middle node of the ${fmt(a.tasks)}-task graph, finished) | amend answered / first rerun claimed / finished again | ${fmt(a.amend_answered_ms, ' ms')} / ${fmt(a.first_rerun_claimed_ms, ' ms')} / ${fmt(a.finished_again_ms, ' ms')}; ${fmt(a.claims_after_amend)} claims | rerunning the graph: ${fmt(a.claims_first_run)} claims | claims: the changed node and what requires it |`);
+  }
   if (r.throughput_cold) {
     const t = r.throughput_cold;
     lines.push(`| | the same graph first, on fresh processes (the warm-up) | ${fmt(t.seconds, ' s')}, ${fmt(t.tasks_per_s)} tasks/s | ${cpu(t.cpu_ms_per_task)} | |`);

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --only=hop,throughput,queue,peer,scale,ui] [-- --layers=N --width=M] [-- --single-process] [-- --cold]
+ * `npm run bench [-- --quick] [-- --only=hop,throughput,amend,queue,peer,scale,ui] [-- --layers=N --width=M] [-- --single-process] [-- --cold]
  * [-- --server-autovacuum]`: tgs against its floors, measured in one run on this machine, on warmed-up processes with
  * the database settled before each scenario (bench/settle.ts; --cold: neither, as the bench measured until
  * 2026-11-25) and autovacuum on (bench/autovacuum.ts; --server-autovacuum: as the server has it). Each scenario is a file under bench/scenarios/ with
@@ -20,6 +20,7 @@ import { chromiumOptions } from '../support/uiBuild.js';
 import { startBenchStack } from './stack.js';
 import * as hop from './scenarios/hop.js';
 import * as throughput from './scenarios/throughput.js';
+import * as amend from './scenarios/amend.js';
 import * as queue from './scenarios/queue.js';
 import * as peer from './scenarios/peer.js';
 import * as scale from './scenarios/scale.js';
@@ -30,7 +31,7 @@ import * as ui from './scenarios/ui.js';
  * for minutes (Postgres CPU per claim+complete went from 1.7 to 3.4 ms when queue ran after it); peer before it for
  * the same reason.
  */
-const SCENARIOS: Record<string, { run(stack: BenchStack, sizes: Sizes): Promise<unknown> }> = { hop, throughput, queue, peer, scale, ui };
+const SCENARIOS: Record<string, { run(stack: BenchStack, sizes: Sizes): Promise<unknown> }> = { hop, throughput, amend, queue, peer, scale, ui };
 
 function parseArgs(args: string[]) {
   const quick = args.includes('--quick');
