@@ -114,10 +114,12 @@ export async function startHookListener(options: {
     const run = reconciling.then(() => reconcileListenerBindings(pool, ch, config, all));
     reconciling = run.catch(() => undefined);
     return run.then((changes) => {
-      const { bound, unbound, skipped, unpinned } = changes;
+      const { bound, unbound, skipped, unpinned, unpinnedHooks } = changes;
       if (bound.length + unbound.length > 0) log(`hook listener: bound ${JSON.stringify(bound)}, unbound ${JSON.stringify(unbound)}`);
       if (skipped.length > 0 && all) log(`hook listener: not bound (exchanges not of this deployment's prefix): ${JSON.stringify(skipped)}`);
-      if (unpinned.length > 0 && all) log(`hook listener: not bound, their hooks fire on none of them until updated: ${unpinnedReason(unpinned)}. ${HOW_TO_PIN}`);
+      if (unpinned.length > 0 && all) {
+        log(`hook listener: not bound, and hooks ${unpinnedHooks.join(', ')} fire on none of them until updated: ${unpinnedReason(unpinned)}. ${HOW_TO_PIN}`);
+      }
       return changes;
     });
   };

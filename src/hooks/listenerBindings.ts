@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import { withTransaction, type Queryable } from '../db/pool.js';
 import type { BusChannel } from '../exchanges/bus.js';
 import { bindableExchanges, bindingKey, pinsProtectedWord } from './bindings.js';
-import { listAllBindings, type Binding } from './store.js';
+import { listAllBindings, listHookBindings, type Binding } from './store.js';
 
 /** The `hook_listener_bindings` table (migration 026) and the reconciliation of the listener queue's bindings with the hooks. */
 
@@ -39,6 +39,8 @@ export interface BindingChanges {
    * validate: not bound, and never fired even when another hook's binding brings their message
    */
   unpinned: Binding[];
+  /** the hooks (`<hookGroupId>/<hookId>`) with such bindings */
+  unpinnedHooks: string[];
 }
 
 /**
@@ -87,6 +89,10 @@ export async function reconcileListenerBindings(
         b.routingKeyPattern,
       ]);
     }
-    return { bound: all ? bound.filter((b) => !recordedKeys.has(bindingKey(b))) : bound, unbound, skipped, unpinned };
+    const unpinnedHooks =
+      unpinned.length === 0
+        ? []
+        : (await listHookBindings(db)).filter((h) => h.bindings.some((b) => bindable.has(b.exchange) && !pinsProtectedWord(b))).map((h) => `${h.hookGroupId}/${h.hookId}`);
+    return { bound: all ? bound.filter((b) => !recordedKeys.has(bindingKey(b))) : bound, unbound, skipped, unpinned, unpinnedHooks };
   });
 }

@@ -115,6 +115,14 @@ export async function listAllBindings(db: Queryable): Promise<Binding[]> {
   return rows.map((r) => ({ exchange: r.exchange, routingKeyPattern: r.routing_key_pattern }));
 }
 
+/** The hooks with bindings, each with its bindings (the listener names the hooks whose bindings it refuses). */
+export async function listHookBindings(db: Queryable): Promise<{ hookGroupId: string; hookId: string; bindings: Binding[] }[]> {
+  const { rows } = await db.query<{ hook_group_id: string; hook_id: string; bindings: Binding[] }>(
+    "SELECT hook_group_id, hook_id, bindings FROM hooks WHERE bindings <> '[]'::jsonb ORDER BY 1, 2",
+  );
+  return rows.map((r) => ({ hookGroupId: r.hook_group_id, hookId: r.hook_id, bindings: r.bindings }));
+}
+
 /** Inserts a hook; false when one with these ids exists (nothing written). */
 export async function insertHook(db: Queryable, hook: HookDefinition & { triggerToken: string }): Promise<boolean> {
   const { rowCount } = await db.query(

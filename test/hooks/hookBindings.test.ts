@@ -260,6 +260,7 @@ test("security review 2026-11-28 #2: a low-trust submitter's graph routed `night
   ]);
   const changes = await listener.reconcile();
   assert.deepEqual(changes?.unpinned, [{ exchange: finished, routingKeyPattern: '#.nightly' }]);
+  assert.deepEqual(changes?.unpinnedHooks, ['release/nightly'], 'the listener names the hook');
   await boundTo([finished], [{ exchange: finished, routingKeyPattern: 'route.project.release.nightly' }]);
 
   const lowClient = `lowtrust-${slugid.nice()}`;
