@@ -7,6 +7,7 @@ import { LiveLog } from './liveLog.js';
 import { guessContentType, parseShellPayload, type ArtifactSpec, type ShellPayload } from './payload.js';
 import type { RunSandbox, Sandbox } from './sandbox.js';
 import { taskEnv } from './taskEnv.js';
+import { narrowNetwork } from './network.js';
 import type { ReportBatcher } from './reports.js';
 
 const LOG_CONTENT_TYPE = 'text/plain; charset=utf-8';
@@ -122,9 +123,18 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
     return 'worker-shutdown';
   }
 
+  const network = narrowNetwork(options.sandbox.config.network, payload.network);
+  if ('error' in network) {
+    liveLog.append(`${network.error}\n`);
+    liveLog.note('resolving the run as exception malformed-payload (it will not be retried)');
+    await uploadLog();
+    await report('exception', 'malformed-payload');
+    options.log(`${id}: malformed payload (network)`);
+    return 'malformed-payload';
+  }
   let run: RunSandbox;
   try {
-    run = await options.sandbox.prepare(taskId, runId);
+    run = await options.sandbox.prepare(taskId, runId, network.mode);
   } catch (err) {
     // the machine's fault (no free uid, a full disk), not the task's: the queue retries it elsewhere
     liveLog.note(`could not prepare the run's sandbox: ${(err as Error).message}; resolving the run as exception worker-shutdown`);
@@ -142,7 +152,7 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
   let outcome: RunOutcome | undefined;
   let exitDescription = '';
   const env = taskEnv({ taskId, runId, rootUrl: options.rootUrl, dir: run.dir, tmpDir: run.tmpDir, userName: run.userName, payloadEnv: payload.env });
-  const child = run.spawn(file, args, env);
+  const child = run.spawn(file, args, env, (line) => liveLog.note(line));
   child.stdout?.on('data', (d: Buffer) => liveLog.append(d));
   child.stderr?.on('data', (d: Buffer) => liveLog.append(d));
 

@@ -1,13 +1,13 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { eventually } from '../../support/stack.js';
 import { createTestTask } from '../helpers/queueTasks.js';
+import { sandboxScratch } from '../helpers/sandboxScratch.js';
 import { startShellWorker, UNSAFE_LINE, type IsolationMode, type ShellWorker, type ShellWorkerOptions } from '../../src/shellWorker/index.js';
 import { chooseIsolation, type MachineFacts } from '../../src/shellWorker/sandbox.js';
 import { DEFAULT_UID_RANGE } from '../../src/shellWorker/runUids.js';
@@ -31,12 +31,7 @@ before(async () => {
   assert.equal(process.getuid?.(), 0, 'these tests run as root (CI does): modes user and bwrap-as-a-fresh-uid need it');
   Object.assign(process.env, WORKER_SECRETS);
   t = await startTestApi({ claimWorkWaitMs: 1000 });
-  scratch = mkdtempSync(path.join(tmpdir(), 'tgs-sandbox-'));
-  chmodSync(scratch, 0o755);
-  // per-run uids must be able to enter the parent of their directories (mode user); nothing more
-  workDir = path.join(scratch, 'work');
-  mkdirSync(workDir, { mode: 0o711 });
-  chmodSync(workDir, 0o711);
+  ({ scratch, workDir } = sandboxScratch('tgs-sandbox-'));
 });
 after(async () => {
   await Promise.all(workers.map((w) => w.stop()));

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { resolveCredentials } from '../../client/credentials.js';
-import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_KILL_GRACE_MS, startShellWorker, type IsolationMode } from '../../shellWorker/index.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_KILL_GRACE_MS, startShellWorker, type IsolationMode, type NetworkMode } from '../../shellWorker/index.js';
 import { loadConfig } from '../../config.js';
 import { lineLogger } from '../../log.js';
 import { startObservability } from '../../observability/process.js';
@@ -16,6 +16,7 @@ interface Options {
   workDir?: string;
   taskUser?: string;
   isolation?: string;
+  network?: string;
   uidRange?: string;
   claimWork?: boolean;
   killGrace: string;
@@ -55,6 +56,10 @@ export function registerShellWorkerCommand(program: Command): void {
       'how each run is sandboxed: bwrap (bubblewrap namespaces; as root also a fresh uid per run), user (root: a fresh uid per run) or none (unsafe: tasks can read the worker\'s credentials). ' +
         'Default: the strongest this machine gives; refuses to start when there is none',
     )
+    .option(
+      '--network <mode>',
+      'what runs reach: api (the default: a network namespace of its own reaching only the tgs API), none, internet (slirp4netns: never the host\'s loopback, private ranges or own addresses) or host (unsafe: every service the worker reaches); TGS_SHELL_WORKER_NETWORK. A payload\'s `network` may narrow it',
+    )
     .option('--uid-range <first-last>', 'the uids runs get (isolation user, and bwrap as root); no account may have one', '1500000-1565535')
     .option(
       '--task-user <name>',
@@ -86,6 +91,7 @@ export function registerShellWorkerCommand(program: Command): void {
           workDir: opts.workDir,
           taskUser: opts.taskUser,
           isolation: opts.isolation as IsolationMode | undefined,
+          network: (opts.network ?? (process.env.TGS_SHELL_WORKER_NETWORK || undefined)) as NetworkMode | undefined,
           uidRange: opts.uidRange,
           transport: opts.claimWork ? 'claimWork' : 'stream',
           killGraceMs: seconds('--kill-grace', opts.killGrace),
