@@ -9,13 +9,15 @@ import { chooseIsolation, probeBwrap, Sandbox, UNSAFE_LINE, type IsolationMode }
 import { DEFAULT_UID_RANGE, parseUidRange, uidPool, type UidRange } from './runUids.js';
 import { MAX_KILL_GRACE } from './payload.js';
 import { startApiRelay, type ApiRelay } from './apiRelay.js';
-import { apiAddress, chooseNetwork, findNetworkTools, needsLowPort, NETWORK_UNSAFE_LINE, sandboxHosts, type NetworkMode } from './network.js';
+import { apiAddress, chooseNetwork, findNetworkTools, findTool, needsLowPort, NETWORK_UNSAFE_LINE, sandboxHosts, type NetworkMode } from './network.js';
 import { tmpdir } from 'node:os';
+import { DEFAULT_LIMITS, fmtBytes, planCgroups, type RunLimits } from './limits.js';
 
 export { parseShellPayload, shellPayloadSchema, type ShellPayload, type ArtifactSpec } from './payload.js';
 export type { RunOutcome } from './runTask.js';
 export { ISOLATION_MODES, UNSAFE_LINE, type IsolationMode } from './sandbox.js';
 export { NETWORK_MODES, NETWORK_UNSAFE_LINE, type NetworkMode } from './network.js';
+export { DEFAULT_LIMITS, parseSize, type RunLimits } from './limits.js';
 
 export interface ShellWorkerOptions {
   /** where the API runs, e.g. http://127.0.0.1:8080 */
@@ -48,6 +50,8 @@ export interface ShellWorkerOptions {
   network?: NetworkMode;
   /** with no network mode asked for and `api` not available: share the worker's network (with the unsafe line) instead of refusing (tgs dev) */
   fallbackToHostNetwork?: boolean;
+  /** what one run may use (limits.ts; DEFAULT_LIMITS for what is not given) */
+  limits?: Partial<RunLimits>;
   /** per-run uids (modes user, and bwrap as root): `FIRST-LAST` or a range; default 1500000-1565535 */
   uidRange?: string | UidRange;
   /** the bwrap binary (default: `bwrap` on PATH) */
@@ -154,6 +158,8 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
     network: network.mode,
     tools,
     api,
+    limits: { ...DEFAULT_LIMITS, ...options.limits },
+    prlimit: findTool('prlimit'),
   };
   // checked now (it throws a --work-dir that runs cannot enter); made again once the relay listens
   let sandbox = new Sandbox(sandboxConfig);
@@ -255,10 +261,15 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
       log(`--task-user ${taskUser.name} is not used: isolation user gives every run a fresh uid of its own (--uid-range); --task-user only names the identity of bwrap sandboxes and of --isolation none`);
     }
     if (network.mode === 'host') log(NETWORK_UNSAFE_LINE);
-    if (api) {
-      relay = await startApiRelay(options.workDir ?? tmpdir(), api, sandboxHosts(api));
-      sandbox = new Sandbox({ ...sandboxConfig, relay });
-    }
+    if (api) relay = await startApiRelay(options.workDir ?? tmpdir(), api, sandboxHosts(api));
+    const cgroups = await planCgroups();
+    sandbox = new Sandbox({ ...sandboxConfig, relay, cgroups: cgroups.plan });
+    const l = sandboxConfig.limits;
+    log(
+      `each run's bounds: memory ${fmtBytes(l.memoryBytes)}, ${l.processes} processes and threads, ${l.cpus} CPUs${cgroups.plan ? ` (${cgroups.why})` : ` NOT APPLIED: ${cgroups.why}`}; ` +
+        `file size ${fmtBytes(l.fileBytes)}${sandboxConfig.prlimit ? '' : ' NOT APPLIED (prlimit is missing: apt-get install util-linux)'}; task directory ${fmtBytes(l.taskDirBytes)}` +
+        `${isolation.mode === 'bwrap' ? `, /tmp and /var/tmp ${fmtBytes(l.tmpBytes)} each` : ''}`,
+    );
     log(`isolation ${isolation.mode} (${isolation.why}): ${sandbox.describe()}`);
     const transport = options.transport ?? 'stream';
     log(`claiming tasks of ${pool} as ${workerGroup}/${workerId}, capacity ${options.capacity}, against ${options.rootUrl}${transport === 'stream' ? ' over the worker stream' : ''}`);

@@ -243,7 +243,14 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
   canceled?.removeEventListener('abort', onCancel);
   // output still buffered in the pipes arrives before 'close'; do not wait for stragglers that keep them open
   await Promise.race([new Promise((r) => child.once('close', r)), new Promise((r) => setTimeout(r, 1000))]);
-  liveLog.note(`${exitDescription} after ${fmtSeconds(Date.now() - started)}`);
+  liveLog.note(`${exitDescription} after ${fmtSeconds(Date.now() - started)}${/^(killed by SIGXFSZ|exit code 153)$/.test(exitDescription) ? ' (SIGXFSZ, 128 + 25 for a shell): a file reached the file size bound (--max-file-size)' : ''}`);
+  const bounds = await run.bounds().catch(() => []);
+  for (const line of bounds) liveLog.note(line);
+  // the kernel killed or refused part of the run: whatever its command said, its result is not to be trusted
+  if (bounds.length > 0 && outcome === 'completed') {
+    liveLog.note('the command exited 0, but the run reached a bound: it fails');
+    outcome = 'failed';
+  }
   // the command is gone: whatever it started goes too, before its files are read (nothing of the run can change
   // them during the upload) and before its directory is removed (nothing can swap a symlink in meanwhile)
   let ended = true;

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { FORWARDER_JS, SANDBOX_SOCKET, START_FORWARDER, type ApiRelay } from './apiRelay.js';
 import { needsLowPort, type ApiAddress, type NetworkMode, type NetworkTools } from './network.js';
 import { setUpNetns, type NetnsSetup } from './runNetwork.js';
+import { allocatedBytes, createRunCgroup, fmtBytes, rlimitArgs, type CgroupPlan, type RunCgroup, type RunLimits } from './limits.js';
 import { killEveryProcessOf, type UidPool } from './runUids.js';
 import { removeTaskDir } from './taskDir.js';
 import type { TaskUser } from './taskUser.js';
@@ -125,7 +126,7 @@ export function firstClosedDir(dir: string): { dir: string; mode: number } | und
  * bwrap's arguments for the system view. `nodeDir`: the node binary's directory when the system directories do not
  * hold it (a Node under /opt or a home directory), bound read-only so `node` keeps working in tasks.
  */
-function systemViewArgs(nodeDir: string | undefined): string[] {
+function systemViewArgs(nodeDir: string | undefined, tmpBytes?: number): string[] {
   const args = [
     '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
     // nested user namespaces are kernel attack surface a build does not need
@@ -143,7 +144,9 @@ function systemViewArgs(nodeDir: string | undefined): string[] {
     }
   }
   for (const entry of ETC_ENTRIES) args.push('--ro-bind-try', `/etc/${entry}`, `/etc/${entry}`);
-  args.push('--symlink', '/proc/self/mounts', '/etc/mtab', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/var/tmp');
+  // bwrap's tmpfs is otherwise half the host's RAM, for every run
+  const size = tmpBytes === undefined ? [] : ['--size', String(tmpBytes)];
+  args.push('--symlink', '/proc/self/mounts', '/etc/mtab', '--proc', '/proc', '--dev', '/dev', ...size, '--tmpfs', '/tmp', ...size, '--tmpfs', '/var/tmp');
   if (nodeDir) args.push('--ro-bind', nodeDir, nodeDir);
   return args;
 }
@@ -213,6 +216,8 @@ export interface RunSandbox {
   terminate(): void;
   /** After the command exited: kills everything the run started and resolves when none of it is left. */
   end(): Promise<void>;
+  /** After the command ended: what the run's bounds refused it (limits.ts), for its log. */
+  bounds(): Promise<string[]>;
   /** After end(): removes the directory (never following what the task left in it) and frees the run's uid. */
   remove(): Promise<void>;
 }
@@ -234,6 +239,12 @@ export interface SandboxConfig {
   /** the API's address as tasks name it, and the worker's side of the relay to it (modes api and internet) */
   api?: ApiAddress;
   relay?: ApiRelay;
+  /** what one run may use */
+  limits: RunLimits;
+  /** where runs' cgroups go (none: memory, CPU and the pids controller's bound are not applied) */
+  cgroups?: CgroupPlan;
+  /** prlimit, which sets the runs' rlimits (missing: none are set) */
+  prlimit?: string;
 }
 
 /** The start line's words on the network. */
@@ -343,7 +354,8 @@ export class Sandbox {
         await chown(dir, identity.uid, identity.gid);
         if (mode !== 'bwrap') await chown(tmpDir, identity.uid, identity.gid);
       }
-      return this.runSandbox(dir, tmpDir, identity, perRunUid, network);
+      const cgroup = this.config.cgroups ? await createRunCgroup(this.config.cgroups, `tgs-run-${taskId}-${runId}-${path.basename(dir).slice(-6)}`, this.config.limits) : undefined;
+      return this.runSandbox(dir, tmpDir, identity, perRunUid, network, cgroup);
     } catch (err) {
       if (perRunUid !== undefined) uids?.release(perRunUid);
       throw err;
@@ -393,14 +405,17 @@ export class Sandbox {
     return { argv: [tools.unshare as string, '--net', '--mount', '--', '/bin/sh', '-c', prelude, 'sh', file, ...args], setup: network === 'internet' ? internetSetup : undefined };
   }
 
-  private runSandbox(dir: string, tmpDir: string, identity: { uid: number; gid: number; name: string } | undefined, perRunUid: number | undefined, network: NetworkMode): RunSandbox {
-    const { mode, bwrapPath, uids } = this.config;
+  private runSandbox(dir: string, tmpDir: string, identity: { uid: number; gid: number; name: string } | undefined, perRunUid: number | undefined, network: NetworkMode, cgroup: RunCgroup | undefined): RunSandbox {
+    const { mode, bwrapPath, uids, limits, prlimit } = this.config;
     let child: ChildProcess | undefined;
     let slirp: ChildProcess | undefined;
+    let watchdog: NodeJS.Timeout | undefined;
+    let overDisk: string | undefined;
     // a uid goes back to the pool only once none of its processes is left
     let allDead = perRunUid === undefined;
     const userName = identity?.name ?? userInfo().username;
     const killAll = async () => {
+      clearInterval(watchdog);
       if (child) killGroup(child);
       slirp?.kill('SIGKILL');
       // a uid of this run alone: every process of it goes, in whatever session or namespace it hid
@@ -421,16 +436,36 @@ export class Sandbox {
         const { argv, setup } = this.networked(file, args, netRoot ? identity : undefined, network);
         const [program, ...programArgs] = mode === 'bwrap'
           // the task directory at its own path, so TASK_WORKDIR and the paths in its log mean the same inside and out
-          ? [bwrapPath as string, ...systemViewArgs(nodeDirToBind(identity !== undefined)), '--bind', dir, dir, '--chdir', dir, ...argv]
+          ? [bwrapPath as string, ...systemViewArgs(nodeDirToBind(identity !== undefined), limits.tmpBytes), '--bind', dir, dir, '--chdir', dir, ...argv]
           : argv;
-        child = spawn(program, programArgs, {
+        // the wrapper waits until the worker has put it in the run's cgroup (nothing of the run exists outside it),
+        // sets the run's rlimits and becomes the program
+        const rlimits = prlimit ? [prlimit, ...rlimitArgs(limits, perRunUid !== undefined, this.config.cgroups?.parents.pids !== undefined), '--'] : [];
+        child = spawn('/bin/sh', ['-c', 'read _ || exit 125; exec "$@" </dev/null', 'sh', ...rlimits, program, ...programArgs], {
           cwd: mode === 'bwrap' ? '/' : dir,
           env,
-          stdio: ['ignore', 'pipe', 'pipe', ...(setup ? (['pipe', 'pipe'] as const) : [])],
+          stdio: ['pipe', 'pipe', 'pipe', ...(setup ? (['pipe', 'pipe'] as const) : [])],
           detached: true,
           // libuv also drops the worker's supplementary groups when it switches user
           ...(identity && !netRoot ? { uid: identity.uid, gid: identity.gid } : {}),
         });
+        const wrapper = child;
+        wrapper.stdin?.on('error', () => undefined);
+        void (async () => {
+          if (wrapper.pid !== undefined) await cgroup?.add(wrapper.pid);
+          wrapper.stdin?.end('go\n');
+        })().catch((err: unknown) => {
+          note(`could not put the run in its cgroup: ${(err as Error).message}; killed the command before it ran`);
+          killGroup(wrapper);
+        });
+        watchdog = setInterval(() => {
+          void allocatedBytes(dir, limits.taskDirBytes).then((used) => {
+            if (used <= limits.taskDirBytes || overDisk) return;
+            overDisk = `the run's directory holds more than its bound of ${fmtBytes(limits.taskDirBytes)} (--max-task-dir): killed the command`;
+            note(overDisk);
+            killGroup(wrapper);
+          });
+        }, 1000);
         if (setup) {
           const started = child;
           setUpNetns(started, setup).then(
@@ -459,9 +494,11 @@ export class Sandbox {
         else termGroup(child.pid);
       },
       end: killAll,
+      bounds: async () => [...((await cgroup?.report()) ?? [])],
       remove: async () => {
         try {
           await removeTaskDir(dir);
+          await cgroup?.remove();
         } finally {
           if (perRunUid !== undefined && allDead) uids?.release(perRunUid);
         }
