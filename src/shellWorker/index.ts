@@ -50,6 +50,11 @@ export interface ShellWorkerOptions {
   network?: NetworkMode;
   /** with no network mode asked for and `api` not available: share the worker's network (with the unsafe line) instead of refusing (tgs dev) */
   fallbackToHostNetwork?: boolean;
+  /**
+   * The largest artifact file a run uploads (`--max-artifact-size`; default TGS_MAX_ARTIFACT_BYTES, else the API's
+   * default of 64 MiB): a larger one is refused before it is read.
+   */
+  maxArtifactBytes?: number;
   /** what one run may use (limits.ts; DEFAULT_LIMITS for what is not given) */
   limits?: Partial<RunLimits>;
   /** per-run uids (modes user, and bwrap as root): `FIRST-LAST` or a range; default 1500000-1565535 */
@@ -164,6 +169,7 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
   // checked now (it throws a --work-dir that runs cannot enter); made again once the relay listens
   let sandbox = new Sandbox(sandboxConfig);
   let relay: ApiRelay | undefined;
+  const maxArtifactBytes = options.maxArtifactBytes ?? (Number(process.env.TGS_MAX_ARTIFACT_BYTES) || 64 * 1024 * 1024);
   const pool = `${options.provisionerId}/${options.workerType}`;
   const claimAbort = new AbortController();
   /** no more claims: the worker drains or stops */
@@ -190,7 +196,7 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
     cancels.set(key, cancel);
     // a claim that arrives while the worker drains is handed back at once (worker-shutdown: the queue retries it now)
     const signal = noClaims.signal.aborted ? AbortSignal.abort() : shutdown.signal;
-    const p = runTask(claim, { rootUrl: options.rootUrl, logIntervalMs: options.logIntervalMs ?? 1000, log, sandbox, reports, killGraceMs }, signal, cancel.signal)
+    const p = runTask(claim, { rootUrl: options.rootUrl, logIntervalMs: options.logIntervalMs ?? 1000, log, sandbox, reports, killGraceMs, maxArtifactBytes }, signal, cancel.signal)
       .then(
         (outcome) => {
           if (outcome === 'worker-shutdown') handedBack++;

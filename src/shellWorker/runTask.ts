@@ -1,7 +1,7 @@
 import { ApiClient, TgsApiError, type TgsCredentials } from '../client/http.js';
 import type { Resolution } from '../client/tgsClient.js';
 import { ArtifactUploader } from './artifacts.js';
-import { locateConfined, readConfined } from './confine.js';
+import { locateConfined, openConfined, type ArtifactRules } from './confine.js';
 import { LIVE_LOG } from '../queue/liveLogName.js';
 import { LiveLog } from './liveLog.js';
 import { guessContentType, parseShellPayload, type ArtifactSpec, type ShellPayload } from './payload.js';
@@ -32,6 +32,8 @@ export interface RunOptions {
   sandbox: Sandbox;
   /** where the run's report goes out (with other runs' reports, or as its single call) */
   reports: ReportBatcher;
+  /** the largest artifact file uploaded; a larger one is refused before a byte of it is read */
+  maxArtifactBytes: number;
   /** from SIGTERM to SIGKILL when the run is canceled (`--kill-grace`), unless its payload's killGrace says otherwise */
   killGraceMs: number;
 }
@@ -262,7 +264,7 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
 
   let result = outcome as RunOutcome;
   if (result === 'completed' || result === 'failed') {
-    const uploaded = await uploadArtifacts(payload, realWorkDir, uploader, liveLog, expires);
+    const uploaded = await uploadArtifacts(payload, realWorkDir, { uid: run.uid, maxBytes: options.maxArtifactBytes }, uploader, liveLog, expires);
     if (uploaded === 'outside') result = 'malformed-payload';
     else if (uploaded === 'failed' && result === 'completed') {
       liveLog.note('a declared artifact could not be uploaded: the run fails');
@@ -293,7 +295,7 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
  * Uploads `payload.artifacts`; a missing or unreadable file becomes an error artifact (`failed`). A path leading out
  * of the task's directory (a symlink) uploads nothing at all and answers `outside`: the payload is malformed.
  */
-async function uploadArtifacts(payload: ShellPayload, realWorkDir: string, uploader: ArtifactUploader, liveLog: LiveLog, taskExpires: string): Promise<'ok' | 'failed' | 'outside'> {
+async function uploadArtifacts(payload: ShellPayload, realWorkDir: string, rules: ArtifactRules, uploader: ArtifactUploader, liveLog: LiveLog, taskExpires: string): Promise<'ok' | 'failed' | 'outside'> {
   const outside = (a: ArtifactSpec, target: string) => {
     liveLog.note(`artifact ${a.name}: path ${JSON.stringify(a.path)} leads out of the task's directory (to ${target}): malformed payload`);
     return 'outside' as const;
@@ -307,17 +309,25 @@ async function uploadArtifacts(payload: ShellPayload, realWorkDir: string, uploa
   for (const a of payload.artifacts) {
     const expires = a.expires ?? taskExpires;
     try {
-      const read = await readConfined(realWorkDir, a.path);
+      const read = await openConfined(realWorkDir, a.path, rules);
       if (read.kind === 'outside') return outside(a, read.target);
       if (read.kind !== 'file') {
-        const message = read.kind === 'not-a-file' ? `${a.path} is not a regular file` : `${a.path} does not exist in the working directory after the command`;
+        const [reason, message] =
+          read.kind === 'not-a-file' ? (['invalid-resource-on-worker', `${a.path} is not a regular file`] as const)
+          : read.kind === 'not-the-runs' ? (['invalid-resource-on-worker', `${a.path} is not the run's own file: ${read.why}; nothing was read`] as const)
+          : read.kind === 'too-large' ? (['too-large-file-on-worker', `${a.path} holds ${read.size} bytes, more than this worker uploads (--max-artifact-size ${rules.maxBytes}); nothing was read`] as const)
+          : (['file-missing-on-worker', `${a.path} does not exist in the working directory after the command`] as const);
         liveLog.note(`artifact ${a.name}: ${message}`);
-        await uploader.error(a.name, read.kind === 'not-a-file' ? 'invalid-resource-on-worker' : 'file-missing-on-worker', message, expires);
+        await uploader.error(a.name, reason, message, expires);
         ok = false;
         continue;
       }
-      await uploader.upload(a.name, read.data, a.contentType ?? guessContentType(a.path), expires);
-      liveLog.note(`artifact ${a.name}: uploaded ${a.path} (${read.data.length} bytes)`);
+      try {
+        await uploader.upload(a.name, { handle: read.handle, size: read.size }, a.contentType ?? guessContentType(a.path), expires);
+      } finally {
+        await read.handle.close();
+      }
+      liveLog.note(`artifact ${a.name}: uploaded ${a.path} (${read.size} bytes)`);
     } catch (err) {
       liveLog.note(`artifact ${a.name}: upload failed: ${(err as Error).message}`);
       ok = false;

@@ -200,6 +200,8 @@ export interface RunSandbox {
   userName: string;
   /** for the live log: who the command runs as, in what */
   describe: string;
+  /** the uid the run's files belong to (its own, --task-user's, or the worker's) */
+  uid: number | undefined;
   /** the run's network mode (the worker's, or narrower as its payload asked) */
   network: NetworkMode;
   /**
@@ -429,6 +431,7 @@ export class Sandbox {
       tmpDir,
       userName,
       network,
+      uid: identity?.uid ?? process.getuid?.(),
       describe: mode === 'bwrap' ? `sandbox bwrap as ${who}, ${net}` : mode === 'user' ? `sandbox user: runs as ${who}, ${net}` : `no sandbox (--isolation none): runs as ${who}, ${net}`,
       spawn: (file, args, env, note) => {
         // outside bwrap a network namespace is made as root, which the prelude then drops (setpriv)

@@ -24,6 +24,7 @@ interface Options {
   maxTmp: string;
   maxFileSize: string;
   maxTaskDir: string;
+  maxArtifactSize?: string;
   uidRange?: string;
   claimWork?: boolean;
   killGrace: string;
@@ -80,6 +81,7 @@ export function registerShellWorkerCommand(program: Command): void {
     .option('--max-tmp <size>', "bwrap: the size of each run's /tmp and /var/tmp (tmpfs)", fmtBytes(DEFAULT_LIMITS.tmpBytes).replace(' GiB', 'G'))
     .option('--max-file-size <size>', 'the largest file a run may write (RLIMIT_FSIZE)', fmtBytes(DEFAULT_LIMITS.fileBytes).replace(' GiB', 'G'))
     .option('--max-task-dir <size>', "what a run's directory may hold (checked every second; the run is killed past it)", fmtBytes(DEFAULT_LIMITS.taskDirBytes).replace(' GiB', 'G'))
+    .option('--max-artifact-size <size>', 'the largest artifact file a run uploads; a larger one is refused before it is read (default: TGS_MAX_ARTIFACT_BYTES, else 64M, the API\'s default)')
     .option('--uid-range <first-last>', 'the uids runs get (isolation user, and bwrap as root); no account may have one', '1500000-1565535')
     .option(
       '--task-user <name>',
@@ -113,6 +115,7 @@ export function registerShellWorkerCommand(program: Command): void {
           isolation: opts.isolation as IsolationMode | undefined,
           network: (opts.network ?? (process.env.TGS_SHELL_WORKER_NETWORK || undefined)) as NetworkMode | undefined,
           uidRange: opts.uidRange,
+          ...(opts.maxArtifactSize ? { maxArtifactBytes: parseSize('--max-artifact-size', opts.maxArtifactSize) } : {}),
           limits: {
             memoryBytes: parseSize('--max-memory', opts.maxMemory),
             processes: positive('--max-processes', opts.maxProcesses, true),
