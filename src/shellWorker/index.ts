@@ -9,7 +9,7 @@ import { chooseIsolation, probeBwrap, Sandbox, UNSAFE_LINE, type IsolationMode }
 import { DEFAULT_UID_RANGE, parseUidRange, uidPool, type UidRange } from './runUids.js';
 import { MAX_KILL_GRACE } from './payload.js';
 import { startApiRelay, type ApiRelay } from './apiRelay.js';
-import { apiAddress, chooseNetwork, findNetworkTools, findTool, needsLowPort, NETWORK_UNSAFE_LINE, sandboxHosts, type NetworkMode } from './network.js';
+import { apiAddress, chooseNetwork, findNetworkTools, findTool, needsLowPort, probeUnshare, NETWORK_UNSAFE_LINE, sandboxHosts, type NetworkMode } from './network.js';
 import { tmpdir } from 'node:os';
 import { DEFAULT_LIMITS, fmtBytes, planCgroups, type RunLimits } from './limits.js';
 
@@ -149,7 +149,8 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
   const bwrap = options.isolation === 'user' || options.isolation === 'none' ? { ok: false as const, why: 'not tried' } : probeBwrap({ bwrapPath: options.bwrapPath, as: root ? (taskUser ?? { uid: uidRange.last, gid: uidRange.last }) : undefined });
   const isolation = chooseIsolation(options.isolation, { uid: process.getuid?.(), bwrap }, { fallbackToNone: options.fallbackToNone });
   const tools = findNetworkTools();
-  const network = chooseNetwork(options.network, { isolation: isolation.mode, root, tools }, { fallbackToHost: options.fallbackToHostNetwork });
+  const unshareFails = isolation.mode !== 'bwrap' && root && options.network !== 'host' ? probeUnshare(tools) : undefined;
+  const network = chooseNetwork(options.network, { isolation: isolation.mode, root, tools, unshareFails }, { fallbackToHost: options.fallbackToHostNetwork });
   const api = network.mode === 'host' ? undefined : apiAddress(options.rootUrl);
   if (isolation.mode === 'bwrap' && needsLowPort(api) && !tools.nsenter) {
     throw new Error(`--network ${network.mode}: the API's port ${api?.port} is below 1024, and letting a run's forwarder listen there needs nsenter, which is missing: apt-get install util-linux`);

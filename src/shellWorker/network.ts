@@ -58,6 +58,15 @@ export interface NetworkFacts {
   isolation: 'bwrap' | 'user' | 'none';
   root: boolean;
   tools: NetworkTools;
+  /** outside bwrap: why `unshare --net` failed when tried at start (a container without CAP_SYS_ADMIN), if it did */
+  unshareFails?: string;
+}
+
+/** Tries `unshare --net --mount` once (outside bwrap, as root): undefined when it works, else what it said. */
+export function probeUnshare(tools: NetworkTools): string | undefined {
+  if (!tools.unshare) return undefined;
+  const r = spawnSync(tools.unshare, ['--net', '--mount', '--', '/bin/true'], { encoding: 'utf8', timeout: 10_000, env: {} });
+  return r.status === 0 ? undefined : (r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n')[0];
 }
 
 export interface NetworkChoice {
@@ -83,7 +92,10 @@ export function networkUnavailable(mode: NetworkMode, facts: NetworkFacts): stri
     return `--network ${mode}: a network namespace of its own outside bubblewrap needs a root worker, and this worker is not root with --isolation ${facts.isolation}: use --isolation bwrap (apt-get install bubblewrap), start the worker as root, or pass --network host (unsafe)`;
   }
   const missing = needed.filter((tool) => !facts.tools[tool]);
-  if (missing.length === 0) return undefined;
+  if (missing.length === 0) {
+    if (facts.isolation === 'bwrap' || !facts.unshareFails) return undefined;
+    return `--network ${mode}: this worker cannot make a network namespace (${facts.unshareFails}): give its container CAP_SYS_ADMIN, use --isolation bwrap, or pass --network host where the deployment fences the worker's network (as docker-compose.yml and the Helm chart do)`;
+  }
   const packages = [...new Set(missing.map((tool) => PACKAGES[tool]))];
   return `--network ${mode}: ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} missing on this machine: apt-get install ${packages.join(' ')} (or choose another --network mode)`;
 }

@@ -244,6 +244,9 @@ test('chooseNetwork: api by default, refusals that name what to install, tgs dev
   assert.throws(() => chooseNetwork(undefined, { isolation: 'user', root: true, tools: { setpriv: all.setpriv } }), /unshare, ip are missing on this machine: apt-get install util-linux iproute2/);
   assert.throws(() => chooseNetwork(undefined, { isolation: 'none', root: false, tools: all }), /needs a root worker.*--isolation bwrap \(apt-get install bubblewrap\)/);
   assert.equal(chooseNetwork(undefined, { isolation: 'none', root: false, tools: all }, { fallbackToHost: true }).mode, 'host');
+  // a root worker in a container without CAP_SYS_ADMIN: unshare fails when tried at start
+  assert.throws(() => chooseNetwork('api', { isolation: 'user', root: true, tools: all, unshareFails: 'unshare: unshare failed: Operation not permitted' }), /cannot make a network namespace \(unshare: unshare failed: Operation not permitted\): give its container CAP_SYS_ADMIN, use --isolation bwrap, or pass --network host/);
+  assert.equal(chooseNetwork('api', { isolation: 'bwrap', root: true, tools: all, unshareFails: 'x' }).mode, 'api');
   assert.equal(chooseNetwork('host', { isolation: 'none', root: false, tools: {} }).mode, 'host');
   assert.throws(() => chooseNetwork('lan' as NetworkMode, { isolation: 'bwrap', root: true, tools: all }), /give api, internet, none or host/);
   assert.deepEqual(narrowNetwork('internet', 'none'), { mode: 'none' });
