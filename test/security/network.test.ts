@@ -15,6 +15,7 @@ import { sandboxScratch } from '../helpers/sandboxScratch.js';
 import { startShellWorker, NETWORK_UNSAFE_LINE, type ShellWorker, type ShellWorkerOptions } from '../../src/shellWorker/index.js';
 import { chooseNetwork, findNetworkTools, narrowNetwork, networkUnavailable, type NetworkMode } from '../../src/shellWorker/network.js';
 import { probeBwrap } from '../../src/shellWorker/sandbox.js';
+import { hawkHeader } from '../../src/client/http.js';
 
 // `tgs shell-worker --network`: a task must reach the tgs API and nothing else of the machine in `api` mode (the
 // default), nothing at all in `none`, the internet but never the host's loopback, private ranges or own addresses in
@@ -131,8 +132,9 @@ function worker(workerType: string, isolation: 'bwrap' | 'user', network: Networ
 }
 
 /**
- * The probe: a TCP connect to each target (3 s), then GET ping and a task's status from the API at
- * TASKCLUSTER_ROOT_URL; prints `PROBE <name> ok` or `PROBE <name> <error code>`.
+ * The probe: a TCP connect to each target (3 s), then GET ping, a task's status and (Hawk-signed, by the test, for
+ * the root URL's host and port) currentScopes from the API at TASKCLUSTER_ROOT_URL; prints `PROBE <name> ok` or
+ * `PROBE <name> <status or error code>`. A 200 for the signed call shows the relay keeps what Hawk signs.
  */
 const PROBE_JS = `
 const net = require('net');
@@ -146,8 +148,8 @@ const one = (t) => new Promise((resolve) => {
 });
 (async () => {
   for (const t of targets) console.log('PROBE ' + t.name + ' ' + (await one(t)));
-  for (const [name, p] of [['api-ping', '/api/queue/v1/ping'], ['api-status', '/api/queue/v1/task/' + process.env.TASK_ID + '/status']]) {
-    const r = await fetch(process.env.TASKCLUSTER_ROOT_URL + p, { signal: AbortSignal.timeout(5000) }).then((res) => String(res.status), (e) => (e.cause && e.cause.code) || e.name);
+  for (const [name, p, auth] of [['api-ping', '/api/queue/v1/ping'], ['api-status', '/api/queue/v1/task/' + process.env.TASK_ID + '/status'], ['api-hawk', '/api/auth/v1/scopes/current', process.env.HAWK]]) {
+    const r = await fetch(process.env.TASKCLUSTER_ROOT_URL + p, { headers: auth ? { authorization: auth } : {}, signal: AbortSignal.timeout(5000) }).then((res) => String(res.status), (e) => (e.cause && e.cause.code) || e.name);
     console.log('PROBE ' + name + ' ' + r);
   }
   console.log('PROBE-ROOT-URL ' + process.env.TASKCLUSTER_ROOT_URL);
@@ -155,7 +157,9 @@ const one = (t) => new Promise((resolve) => {
 `;
 
 async function probe(workerType: string, payloadExtra: Record<string, unknown> = {}): Promise<{ state: string; log: string; results: Record<string, string> }> {
-  const taskId = await createTestTask(t, workerType, { command: ['node', '-e', PROBE_JS], env: { PROBES: JSON.stringify(targets) }, maxRunTime: 120, ...payloadExtra });
+  // signed now, used once within seconds (Hawk allows 60 s of skew)
+  const hawk = hawkHeader(`${t.rootUrl}/api/auth/v1/scopes/current`, 'GET', t.root);
+  const taskId = await createTestTask(t, workerType, { command: ['node', '-e', PROBE_JS], env: { PROBES: JSON.stringify(targets), HAWK: hawk }, maxRunTime: 120, ...payloadExtra });
   const s = await eventually(async () => {
     const st = (await t.request('GET', `/api/queue/v1/task/${taskId}/status`)).body.status;
     return ['completed', 'failed', 'exception'].includes(st.state) && st;
@@ -204,6 +208,7 @@ for (const isolation of ISOLATIONS) {
       if (mode === 'api') {
         assert.equal(results['api-ping'], '200', log);
         assert.equal(results['api-status'], '200', log);
+        assert.equal(results['api-hawk'], '200', `a Hawk-signed request through the relay authenticates\n${log}`);
         if (outside) assert.equal(results.outside, 'ENETUNREACH', 'no route out of an api namespace');
       } else if (mode === 'none') {
         assert.notEqual(results['api-ping'], '200', log);
