@@ -155,6 +155,8 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
   let exitDescription = '';
   const env = taskEnv({ taskId, runId, rootUrl: options.rootUrl, dir: run.dir, tmpDir: run.tmpDir, userName: run.userName, payloadEnv: payload.env });
   const child = run.spawn(file, args, env, (line) => liveLog.note(line));
+  // 'close' may come before the wait below is set up (a command that ends at once)
+  const closed = new Promise((r) => child.once('close', r));
   child.stdout?.on('data', (d: Buffer) => liveLog.append(d));
   child.stderr?.on('data', (d: Buffer) => liveLog.append(d));
 
@@ -244,7 +246,9 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
   shutdown.removeEventListener('abort', onShutdown);
   canceled?.removeEventListener('abort', onCancel);
   // output still buffered in the pipes arrives before 'close'; do not wait for stragglers that keep them open
-  await Promise.race([new Promise((r) => child.once('close', r)), new Promise((r) => setTimeout(r, 1000))]);
+  let closeTimer: NodeJS.Timeout | undefined;
+  await Promise.race([closed, new Promise((r) => (closeTimer = setTimeout(r, 1000)))]);
+  clearTimeout(closeTimer);
   liveLog.note(`${exitDescription} after ${fmtSeconds(Date.now() - started)}${/^(killed by SIGXFSZ|exit code 153)$/.test(exitDescription) ? ' (SIGXFSZ, 128 + 25 for a shell): a file reached the file size bound (--max-file-size)' : ''}`);
   const bounds = await run.bounds().catch(() => []);
   for (const line of bounds) liveLog.note(line);
