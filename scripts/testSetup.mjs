@@ -1,6 +1,6 @@
 // What the test suite needs on the machine, found or set up before any test runs: PostgreSQL and RabbitMQ
 // (started when installed but stopped), the Temporal CLI (built once, as `tgs dev` builds it), the Temporal server
-// and its SQL schema tool (built once, for the tests on a Temporal cluster), helm (built once), Chromium and bubblewrap
+// and its SQL schema tool (built once, for the tests on a Temporal cluster), helm (built once), Chromium, bubblewrap and slirp4netns
 // (installed from Debian's packages when running as root). Says what it does; where it cannot set something up it
 // stops at once with the command to run, instead of letting dozens of tests fail on it.
 import { spawnSync } from 'node:child_process';
@@ -138,16 +138,19 @@ function ensureChromium() {
   say('Chromium installed');
 }
 
-/** bubblewrap: the shell worker's default sandbox, which test/security/sandbox.test.ts drives as root. */
-function ensureBubblewrap() {
-  if (has('bwrap')) return;
+/**
+ * A Debian package the shell worker's sandbox tests drive as root: bubblewrap (the default sandbox) and slirp4netns
+ * (`--network internet`, test/security/network.test.ts).
+ */
+function ensurePackage(binary, pkg, why) {
+  if (has(binary)) return;
   if (!isRoot() || !has('apt-get')) {
-    throw new SetupError('bubblewrap (bwrap) is missing (the shell worker\'s sandbox tests use it). Install it: `sudo apt-get update && sudo apt-get install -y bubblewrap`.');
+    throw new SetupError(`${pkg} (${binary}) is missing (${why}). Install it: \`sudo apt-get update && sudo apt-get install -y ${pkg}\`.`);
   }
-  say('bubblewrap is missing: apt-get install bubblewrap');
-  const ok = sh('apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null');
-  if (!ok || !has('bwrap')) throw new SetupError('installing bubblewrap failed: run `apt-get update && apt-get install -y bubblewrap`');
-  say('bubblewrap installed');
+  say(`${pkg} is missing: apt-get install ${pkg}`);
+  const ok = sh(`apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ${pkg} >/dev/null`);
+  if (!ok || !has(binary)) throw new SetupError(`installing ${pkg} failed: run \`apt-get update && apt-get install -y ${pkg}\``);
+  say(`${pkg} installed`);
 }
 
 /** Sets up everything the suite needs; throws SetupError with the command to run when it cannot. */
@@ -155,7 +158,8 @@ export async function setUpTestMachine() {
   await ensurePostgres();
   await ensureRabbit();
   ensureChromium();
-  ensureBubblewrap();
+  ensurePackage('bwrap', 'bubblewrap', "the shell worker's sandbox tests use it");
+  ensurePackage('slirp4netns', 'slirp4netns', "the shell worker's --network internet tests use it");
   await ensureTemporal();
   await ensureTemporalServer();
   await ensureHelm();

@@ -1,4 +1,9 @@
+import type { FileHandle } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 import type { ApiClient } from '../client/http.js';
+
+/** An upload's bytes: in memory (the live log), or an open file streamed from its start (`size` from its fstat). */
+export type UploadBody = Buffer | { handle: FileHandle; size: number };
 
 /** `public/logs/live.log` → `public/logs/live.log` with each segment URL-encoded (the route takes the rest of the path). */
 export function artifactPath(name: string): string {
@@ -28,18 +33,26 @@ export class ArtifactUploader {
     return this.api().request('queue', 'POST', `/task/${this.taskId}/runs/${this.runId}/artifacts/${artifactPath(name)}`, body);
   }
 
-  async upload(name: string, data: Buffer, contentType: string, expires: string): Promise<void> {
+  async upload(name: string, data: UploadBody, contentType: string, expires: string): Promise<void> {
+    const size = Buffer.isBuffer(data) ? data.length : data.size;
     let target = this.targets.get(name);
     if (!target || Date.now() >= target.renewAt) {
       const created = await this.create(name, { storageType: 's3', contentType, expires });
       target = { putUrl: created.putUrl, renewAt: Math.min(Date.parse(created.expires) - 60_000, Date.now() + 25 * 60_000) };
       this.targets.set(name, target);
     }
-    const res = await fetch(target.putUrl, { method: 'PUT', headers: { 'content-type': contentType }, body: new Uint8Array(data) });
+    // a file is streamed (never held whole), exactly `size` bytes of it: it cannot grow under the upload
+    const body = Buffer.isBuffer(data) ? new Uint8Array(data) : (Readable.toWeb(data.handle.createReadStream({ start: 0, end: Math.max(0, size - 1), autoClose: false })) as ReadableStream<Uint8Array>);
+    const res = await fetch(target.putUrl, {
+      method: 'PUT',
+      headers: { 'content-type': contentType, 'content-length': String(size) },
+      body: size === 0 && !Buffer.isBuffer(data) ? new Uint8Array(0) : body,
+      duplex: 'half',
+    } as RequestInit);
     if (!res.ok) {
       this.targets.delete(name);
       const text = await res.text().catch(() => '');
-      throw new Error(`uploading artifact ${name} (${data.length} bytes) failed: ${res.status} ${text.slice(0, 300)}`);
+      throw new Error(`uploading artifact ${name} (${size} bytes) failed: ${res.status} ${text.slice(0, 300)}`);
     }
     await res.arrayBuffer().catch(() => undefined);
   }

@@ -1,12 +1,17 @@
 import { constants } from 'node:fs';
-import { open, readlink, realpath } from 'node:fs/promises';
+import { open, readlink, realpath, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 
-/** What reading one declared artifact file found. */
+/** What opening one declared artifact file found. */
 export type ConfinedFile =
-  | { kind: 'file'; data: Buffer }
+  /** open: the caller streams it from `handle` (`size` bytes, checked against the bound) and closes it */
+  | { kind: 'file'; handle: FileHandle; size: number }
   | { kind: 'missing' }
   | { kind: 'not-a-file' }
+  /** larger than the bound: nothing was read */
+  | { kind: 'too-large'; size: number }
+  /** a hard link (more than one name), or a file some other uid than the run's owns: the worker never reads it */
+  | { kind: 'not-the-runs'; why: string }
   /** the path (through a symlink) leads out of the task's directory, to `target` */
   | { kind: 'outside'; target: string };
 
@@ -33,15 +38,27 @@ export async function locateConfined(realBase: string, relPath: string): Promise
   return { kind: 'path', real };
 }
 
+/** What the file must be to be read: its owner (the run's uid) and its largest size. */
+export interface ArtifactRules {
+  /** the uid the run's files belong to (undefined: not checked, the worker's own files) */
+  uid?: number;
+  maxBytes: number;
+}
+
 /**
- * Reads `relPath` only if it is a regular file inside `realBase` (the task directory's real path, taken before the
- * command ran, so a task that swaps its directory for a symlink afterwards is caught too). The worker reads with its
- * own rights (root's, with --task-user), so a symlink `out.txt -> /etc/shadow` must not be followed out. A task
- * process that outlived the command could swap a path component between the check and the open: the file is opened
- * without following a final symlink, and on Linux the opened file's path (/proc/self/fd) is checked again.
+ * Opens `relPath` only if it is a regular file inside `realBase` (the task directory's real path, taken before the
+ * command ran, so a task that swaps its directory for a symlink afterwards is caught too), owned by the run's uid,
+ * with one name, and at most `rules.maxBytes` long; the size is the opened file's (fstat), taken before a byte is
+ * read, and the caller streams from the handle. The worker reads with its own rights (root's, with --task-user):
+ *  - a symlink `out.txt -> /etc/shadow` must not be followed out: the file is opened without following a final
+ *    symlink, and on Linux the opened file's path (/proc/self/fd) is checked again, since a process of the task could
+ *    swap a path component between the check and the open;
+ *  - a hard link to a file outside (possible where fs.protected_hardlinks is 0, which a container inherits from its
+ *    host) names that file from inside: more than one name, or an owner other than the run, is refused;
+ *  - a 1.5 GB sparse file read whole took a worker to 6.2 GB: the size is checked first.
  * O_NONBLOCK: opening a FIFO the task left would otherwise block the worker.
  */
-export async function readConfined(realBase: string, relPath: string): Promise<ConfinedFile> {
+export async function openConfined(realBase: string, relPath: string, rules: ArtifactRules): Promise<ConfinedFile> {
   const located = await locateConfined(realBase, relPath);
   if (located.kind !== 'path') return located;
   const real = located.real;
@@ -54,14 +71,20 @@ export async function readConfined(realBase: string, relPath: string): Promise<C
     if (errno(err) === 'ELOOP') return { kind: 'outside', target: real };
     throw err;
   }
+  let keep = false;
   try {
     if (process.platform === 'linux') {
       const opened = await readlink(`/proc/self/fd/${handle.fd}`);
       if (!isInside(realBase, opened)) return { kind: 'outside', target: opened };
     }
-    if (!(await handle.stat()).isFile()) return { kind: 'not-a-file' };
-    return { kind: 'file', data: await handle.readFile() };
+    const st = await handle.stat();
+    if (!st.isFile()) return { kind: 'not-a-file' };
+    if (st.nlink > 1) return { kind: 'not-the-runs', why: `it has ${st.nlink} names (a hard link)` };
+    if (rules.uid !== undefined && st.uid !== rules.uid) return { kind: 'not-the-runs', why: `uid ${st.uid} owns it, not the run (uid ${rules.uid})` };
+    if (st.size > rules.maxBytes) return { kind: 'too-large', size: st.size };
+    keep = true;
+    return { kind: 'file', handle, size: st.size };
   } finally {
-    await handle.close();
+    if (!keep) await handle.close();
   }
 }

@@ -8,10 +8,16 @@ import { resolveTaskUser } from './taskUser.js';
 import { chooseIsolation, probeBwrap, Sandbox, UNSAFE_LINE, type IsolationMode } from './sandbox.js';
 import { DEFAULT_UID_RANGE, parseUidRange, uidPool, type UidRange } from './runUids.js';
 import { MAX_KILL_GRACE } from './payload.js';
+import { startApiRelay, type ApiRelay } from './apiRelay.js';
+import { apiAddress, chooseNetwork, findNetworkTools, findTool, needsLowPort, probeUnshare, NETWORK_UNSAFE_LINE, sandboxHosts, type NetworkMode } from './network.js';
+import { tmpdir } from 'node:os';
+import { DEFAULT_LIMITS, fmtBytes, planCgroups, type RunLimits } from './limits.js';
 
 export { parseShellPayload, shellPayloadSchema, type ShellPayload, type ArtifactSpec } from './payload.js';
 export type { RunOutcome } from './runTask.js';
 export { ISOLATION_MODES, UNSAFE_LINE, type IsolationMode } from './sandbox.js';
+export { NETWORK_MODES, NETWORK_UNSAFE_LINE, type NetworkMode } from './network.js';
+export { DEFAULT_LIMITS, parseSize, type RunLimits } from './limits.js';
 
 export interface ShellWorkerOptions {
   /** where the API runs, e.g. http://127.0.0.1:8080 */
@@ -36,6 +42,21 @@ export interface ShellWorkerOptions {
   isolation?: IsolationMode;
   /** with no isolation asked for and none available: run unsandboxed (with the unsafe line) instead of refusing (tgs dev) */
   fallbackToNone?: boolean;
+  /**
+   * What runs reach over the network (network.ts): `api` (the default: the tgs API and nothing else), `none`,
+   * `internet` (slirp4netns; never the host's loopback or private ranges) or `host` (unsafe, by name). A mode the
+   * machine cannot give refuses to start, saying what to install.
+   */
+  network?: NetworkMode;
+  /** with no network mode asked for and `api` not available: share the worker's network (with the unsafe line) instead of refusing (tgs dev) */
+  fallbackToHostNetwork?: boolean;
+  /**
+   * The largest artifact file a run uploads (`--max-artifact-size`; default TGS_MAX_ARTIFACT_BYTES, else the API's
+   * default of 64 MiB): a larger one is refused before it is read.
+   */
+  maxArtifactBytes?: number;
+  /** what one run may use (limits.ts; DEFAULT_LIMITS for what is not given) */
+  limits?: Partial<RunLimits>;
   /** per-run uids (modes user, and bwrap as root): `FIRST-LAST` or a range; default 1500000-1565535 */
   uidRange?: string | UidRange;
   /** the bwrap binary (default: `bwrap` on PATH) */
@@ -127,13 +148,29 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
   // tried once, as the identity sandboxes will have: a root worker runs them as a uid of the range
   const bwrap = options.isolation === 'user' || options.isolation === 'none' ? { ok: false as const, why: 'not tried' } : probeBwrap({ bwrapPath: options.bwrapPath, as: root ? (taskUser ?? { uid: uidRange.last, gid: uidRange.last }) : undefined });
   const isolation = chooseIsolation(options.isolation, { uid: process.getuid?.(), bwrap }, { fallbackToNone: options.fallbackToNone });
-  const sandbox = new Sandbox({
+  const tools = findNetworkTools();
+  const unshareFails = isolation.mode !== 'bwrap' && root && options.network !== 'host' ? probeUnshare(tools) : undefined;
+  const network = chooseNetwork(options.network, { isolation: isolation.mode, root, tools, unshareFails }, { fallbackToHost: options.fallbackToHostNetwork });
+  const api = network.mode === 'host' ? undefined : apiAddress(options.rootUrl);
+  if (isolation.mode === 'bwrap' && needsLowPort(api) && !tools.nsenter) {
+    throw new Error(`--network ${network.mode}: the API's port ${api?.port} is below 1024, and letting a run's forwarder listen there needs nsenter, which is missing: apt-get install util-linux`);
+  }
+  const sandboxConfig = {
     mode: isolation.mode,
     bwrapPath: bwrap.ok ? bwrap.path : undefined,
     uids: isolation.mode === 'user' || (isolation.mode === 'bwrap' && root && !taskUser) ? uidPool(uidRange) : undefined,
     taskUser: isolation.mode === 'user' ? undefined : taskUser,
     workDir: options.workDir,
-  });
+    network: network.mode,
+    tools,
+    api,
+    limits: { ...DEFAULT_LIMITS, ...options.limits },
+    prlimit: findTool('prlimit'),
+  };
+  // checked now (it throws a --work-dir that runs cannot enter); made again once the relay listens
+  let sandbox = new Sandbox(sandboxConfig);
+  let relay: ApiRelay | undefined;
+  const maxArtifactBytes = options.maxArtifactBytes ?? (Number(process.env.TGS_MAX_ARTIFACT_BYTES) || 64 * 1024 * 1024);
   const pool = `${options.provisionerId}/${options.workerType}`;
   const claimAbort = new AbortController();
   /** no more claims: the worker drains or stops */
@@ -160,7 +197,7 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
     cancels.set(key, cancel);
     // a claim that arrives while the worker drains is handed back at once (worker-shutdown: the queue retries it now)
     const signal = noClaims.signal.aborted ? AbortSignal.abort() : shutdown.signal;
-    const p = runTask(claim, { rootUrl: options.rootUrl, logIntervalMs: options.logIntervalMs ?? 1000, log, sandbox, reports, killGraceMs }, signal, cancel.signal)
+    const p = runTask(claim, { rootUrl: options.rootUrl, logIntervalMs: options.logIntervalMs ?? 1000, log, sandbox, reports, killGraceMs, maxArtifactBytes }, signal, cancel.signal)
       .then(
         (outcome) => {
           if (outcome === 'worker-shutdown') handedBack++;
@@ -230,6 +267,16 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
     if (isolation.mode === 'user' && taskUser) {
       log(`--task-user ${taskUser.name} is not used: isolation user gives every run a fresh uid of its own (--uid-range); --task-user only names the identity of bwrap sandboxes and of --isolation none`);
     }
+    if (network.mode === 'host') log(NETWORK_UNSAFE_LINE);
+    if (api) relay = await startApiRelay(options.workDir ?? tmpdir(), api, sandboxHosts(api));
+    const cgroups = await planCgroups();
+    sandbox = new Sandbox({ ...sandboxConfig, relay, cgroups: cgroups.plan });
+    const l = sandboxConfig.limits;
+    log(
+      `each run's bounds: memory ${fmtBytes(l.memoryBytes)}, ${l.processes} processes and threads, ${l.cpus} CPUs${cgroups.plan ? ` (${cgroups.why})` : ` NOT APPLIED: ${cgroups.why}`}; ` +
+        `file size ${fmtBytes(l.fileBytes)}${sandboxConfig.prlimit ? '' : ' NOT APPLIED (prlimit is missing: apt-get install util-linux)'}; task directory ${fmtBytes(l.taskDirBytes)}` +
+        `${isolation.mode === 'bwrap' ? `, /tmp and /var/tmp ${fmtBytes(l.tmpBytes)} each` : ''}`,
+    );
     log(`isolation ${isolation.mode} (${isolation.why}): ${sandbox.describe()}`);
     const transport = options.transport ?? 'stream';
     log(`claiming tasks of ${pool} as ${workerGroup}/${workerId}, capacity ${options.capacity}, against ${options.rootUrl}${transport === 'stream' ? ' over the worker stream' : ''}`);
@@ -277,7 +324,7 @@ export function startShellWorker(options: ShellWorkerOptions): ShellWorker {
     while (running.size > 0) await Promise.all([...running]);
   };
 
-  const done = loop();
+  const done = loop().finally(() => relay?.close());
   let stopping: Promise<void> | undefined;
   let draining: Promise<void> | undefined;
   const stopClaiming = () => {

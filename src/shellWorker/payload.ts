@@ -1,5 +1,6 @@
 import { compile, describeErrors } from '../api/validate.js';
 import type { JsonSchema } from '../api/endpoint.js';
+import { NETWORK_MODES, type NetworkMode } from './network.js';
 
 /** One file the shell worker uploads after the command exits (generic-worker's array form). */
 export interface ArtifactSpec {
@@ -28,6 +29,8 @@ export interface ShellPayload {
    */
   killGrace?: number;
   artifacts: ArtifactSpec[];
+  /** a narrower network than the worker's `--network` (never a wider one): none, api, internet or host */
+  network?: NetworkMode;
 }
 
 export const MAX_RUN_TIME_LIMIT = 7 * 24 * 3600;
@@ -50,6 +53,7 @@ export const shellPayloadSchema: JsonSchema = {
     env: { type: 'object', additionalProperties: { type: 'string' }, default: {} },
     maxRunTime: { type: 'integer', minimum: 1, maximum: MAX_RUN_TIME_LIMIT },
     killGrace: { type: 'integer', minimum: 0, maximum: MAX_KILL_GRACE },
+    network: { enum: [...NETWORK_MODES] },
     artifacts: {
       type: 'array',
       default: [],

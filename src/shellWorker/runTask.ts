@@ -1,12 +1,13 @@
 import { ApiClient, TgsApiError, type TgsCredentials } from '../client/http.js';
 import type { Resolution } from '../client/tgsClient.js';
 import { ArtifactUploader } from './artifacts.js';
-import { locateConfined, readConfined } from './confine.js';
+import { locateConfined, openConfined, type ArtifactRules } from './confine.js';
 import { LIVE_LOG } from '../queue/liveLogName.js';
 import { LiveLog } from './liveLog.js';
 import { guessContentType, parseShellPayload, type ArtifactSpec, type ShellPayload } from './payload.js';
 import type { RunSandbox, Sandbox } from './sandbox.js';
 import { taskEnv } from './taskEnv.js';
+import { narrowNetwork } from './network.js';
 import type { ReportBatcher } from './reports.js';
 
 const LOG_CONTENT_TYPE = 'text/plain; charset=utf-8';
@@ -31,6 +32,8 @@ export interface RunOptions {
   sandbox: Sandbox;
   /** where the run's report goes out (with other runs' reports, or as its single call) */
   reports: ReportBatcher;
+  /** the largest artifact file uploaded; a larger one is refused before a byte of it is read */
+  maxArtifactBytes: number;
   /** from SIGTERM to SIGKILL when the run is canceled (`--kill-grace`), unless its payload's killGrace says otherwise */
   killGraceMs: number;
 }
@@ -122,9 +125,18 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
     return 'worker-shutdown';
   }
 
+  const network = narrowNetwork(options.sandbox.config.network, payload.network);
+  if ('error' in network) {
+    liveLog.append(`${network.error}\n`);
+    liveLog.note('resolving the run as exception malformed-payload (it will not be retried)');
+    await uploadLog();
+    await report('exception', 'malformed-payload');
+    options.log(`${id}: malformed payload (network)`);
+    return 'malformed-payload';
+  }
   let run: RunSandbox;
   try {
-    run = await options.sandbox.prepare(taskId, runId);
+    run = await options.sandbox.prepare(taskId, runId, network.mode);
   } catch (err) {
     // the machine's fault (no free uid, a full disk), not the task's: the queue retries it elsewhere
     liveLog.note(`could not prepare the run's sandbox: ${(err as Error).message}; resolving the run as exception worker-shutdown`);
@@ -142,7 +154,9 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
   let outcome: RunOutcome | undefined;
   let exitDescription = '';
   const env = taskEnv({ taskId, runId, rootUrl: options.rootUrl, dir: run.dir, tmpDir: run.tmpDir, userName: run.userName, payloadEnv: payload.env });
-  const child = run.spawn(file, args, env);
+  const child = run.spawn(file, args, env, (line) => liveLog.note(line));
+  // 'close' may come before the wait below is set up (a command that ends at once)
+  const closed = new Promise((r) => child.once('close', r));
   child.stdout?.on('data', (d: Buffer) => liveLog.append(d));
   child.stderr?.on('data', (d: Buffer) => liveLog.append(d));
 
@@ -232,8 +246,17 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
   shutdown.removeEventListener('abort', onShutdown);
   canceled?.removeEventListener('abort', onCancel);
   // output still buffered in the pipes arrives before 'close'; do not wait for stragglers that keep them open
-  await Promise.race([new Promise((r) => child.once('close', r)), new Promise((r) => setTimeout(r, 1000))]);
-  liveLog.note(`${exitDescription} after ${fmtSeconds(Date.now() - started)}`);
+  let closeTimer: NodeJS.Timeout | undefined;
+  await Promise.race([closed, new Promise((r) => (closeTimer = setTimeout(r, 1000)))]);
+  clearTimeout(closeTimer);
+  liveLog.note(`${exitDescription} after ${fmtSeconds(Date.now() - started)}${/^(killed by SIGXFSZ|exit code 153)$/.test(exitDescription) ? ' (SIGXFSZ, 128 + 25 for a shell): a file reached the file size bound (--max-file-size)' : ''}`);
+  const bounds = await run.bounds().catch(() => []);
+  for (const line of bounds) liveLog.note(line);
+  // the kernel killed or refused part of the run: whatever its command said, its result is not to be trusted
+  if (bounds.length > 0 && outcome === 'completed') {
+    liveLog.note('the command exited 0, but the run reached a bound: it fails');
+    outcome = 'failed';
+  }
   // the command is gone: whatever it started goes too, before its files are read (nothing of the run can change
   // them during the upload) and before its directory is removed (nothing can swap a symlink in meanwhile)
   let ended = true;
@@ -245,7 +268,7 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
 
   let result = outcome as RunOutcome;
   if (result === 'completed' || result === 'failed') {
-    const uploaded = await uploadArtifacts(payload, realWorkDir, uploader, liveLog, expires);
+    const uploaded = await uploadArtifacts(payload, realWorkDir, { uid: run.uid, maxBytes: options.maxArtifactBytes }, uploader, liveLog, expires);
     if (uploaded === 'outside') result = 'malformed-payload';
     else if (uploaded === 'failed' && result === 'completed') {
       liveLog.note('a declared artifact could not be uploaded: the run fails');
@@ -276,7 +299,7 @@ export async function runTask(claim: ClaimedRun, options: RunOptions, shutdown: 
  * Uploads `payload.artifacts`; a missing or unreadable file becomes an error artifact (`failed`). A path leading out
  * of the task's directory (a symlink) uploads nothing at all and answers `outside`: the payload is malformed.
  */
-async function uploadArtifacts(payload: ShellPayload, realWorkDir: string, uploader: ArtifactUploader, liveLog: LiveLog, taskExpires: string): Promise<'ok' | 'failed' | 'outside'> {
+async function uploadArtifacts(payload: ShellPayload, realWorkDir: string, rules: ArtifactRules, uploader: ArtifactUploader, liveLog: LiveLog, taskExpires: string): Promise<'ok' | 'failed' | 'outside'> {
   const outside = (a: ArtifactSpec, target: string) => {
     liveLog.note(`artifact ${a.name}: path ${JSON.stringify(a.path)} leads out of the task's directory (to ${target}): malformed payload`);
     return 'outside' as const;
@@ -290,17 +313,25 @@ async function uploadArtifacts(payload: ShellPayload, realWorkDir: string, uploa
   for (const a of payload.artifacts) {
     const expires = a.expires ?? taskExpires;
     try {
-      const read = await readConfined(realWorkDir, a.path);
+      const read = await openConfined(realWorkDir, a.path, rules);
       if (read.kind === 'outside') return outside(a, read.target);
       if (read.kind !== 'file') {
-        const message = read.kind === 'not-a-file' ? `${a.path} is not a regular file` : `${a.path} does not exist in the working directory after the command`;
+        const [reason, message] =
+          read.kind === 'not-a-file' ? (['invalid-resource-on-worker', `${a.path} is not a regular file`] as const)
+          : read.kind === 'not-the-runs' ? (['invalid-resource-on-worker', `${a.path} is not the run's own file: ${read.why}; nothing was read`] as const)
+          : read.kind === 'too-large' ? (['too-large-file-on-worker', `${a.path} holds ${read.size} bytes, more than this worker uploads (--max-artifact-size ${rules.maxBytes}); nothing was read`] as const)
+          : (['file-missing-on-worker', `${a.path} does not exist in the working directory after the command`] as const);
         liveLog.note(`artifact ${a.name}: ${message}`);
-        await uploader.error(a.name, read.kind === 'not-a-file' ? 'invalid-resource-on-worker' : 'file-missing-on-worker', message, expires);
+        await uploader.error(a.name, reason, message, expires);
         ok = false;
         continue;
       }
-      await uploader.upload(a.name, read.data, a.contentType ?? guessContentType(a.path), expires);
-      liveLog.note(`artifact ${a.name}: uploaded ${a.path} (${read.data.length} bytes)`);
+      try {
+        await uploader.upload(a.name, { handle: read.handle, size: read.size }, a.contentType ?? guessContentType(a.path), expires);
+      } finally {
+        await read.handle.close();
+      }
+      liveLog.note(`artifact ${a.name}: uploaded ${a.path} (${read.size} bytes)`);
     } catch (err) {
       liveLog.note(`artifact ${a.name}: upload failed: ${(err as Error).message}`);
       ok = false;

@@ -3,6 +3,10 @@ import { accessSync, constants, lstatSync, readdirSync, readFileSync, readlinkSy
 import { chown, mkdir, mkdtemp, realpath } from 'node:fs/promises';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
+import { FORWARDER_JS, SANDBOX_SOCKET, START_FORWARDER, type ApiRelay } from './apiRelay.js';
+import { needsLowPort, type ApiAddress, type NetworkMode, type NetworkTools } from './network.js';
+import { setUpNetns, type NetnsSetup } from './runNetwork.js';
+import { allocatedBytes, createRunCgroup, fmtBytes, rlimitArgs, type CgroupPlan, type RunCgroup, type RunLimits } from './limits.js';
 import { killEveryProcessOf, type UidPool } from './runUids.js';
 import { removeTaskDir } from './taskDir.js';
 import type { TaskUser } from './taskUser.js';
@@ -122,7 +126,7 @@ export function firstClosedDir(dir: string): { dir: string; mode: number } | und
  * bwrap's arguments for the system view. `nodeDir`: the node binary's directory when the system directories do not
  * hold it (a Node under /opt or a home directory), bound read-only so `node` keeps working in tasks.
  */
-function systemViewArgs(nodeDir: string | undefined): string[] {
+function systemViewArgs(nodeDir: string | undefined, tmpBytes?: number): string[] {
   const args = [
     '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
     // nested user namespaces are kernel attack surface a build does not need
@@ -140,7 +144,9 @@ function systemViewArgs(nodeDir: string | undefined): string[] {
     }
   }
   for (const entry of ETC_ENTRIES) args.push('--ro-bind-try', `/etc/${entry}`, `/etc/${entry}`);
-  args.push('--symlink', '/proc/self/mounts', '/etc/mtab', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '--tmpfs', '/var/tmp');
+  // bwrap's tmpfs is otherwise half the host's RAM, for every run
+  const size = tmpBytes === undefined ? [] : ['--size', String(tmpBytes)];
+  args.push('--symlink', '/proc/self/mounts', '/etc/mtab', '--proc', '/proc', '--dev', '/dev', ...size, '--tmpfs', '/tmp', ...size, '--tmpfs', '/var/tmp');
   if (nodeDir) args.push('--ro-bind', nodeDir, nodeDir);
   return args;
 }
@@ -194,7 +200,15 @@ export interface RunSandbox {
   userName: string;
   /** for the live log: who the command runs as, in what */
   describe: string;
-  spawn(file: string, args: string[], env: Record<string, string>): ChildProcess;
+  /** the uid the run's files belong to (its own, --task-user's, or the worker's) */
+  uid: number | undefined;
+  /** the run's network mode (the worker's, or narrower as its payload asked) */
+  network: NetworkMode;
+  /**
+   * Starts the command. The sandbox's network is set up between the namespace's creation and the command's start;
+   * when that fails, `note` gets the reason and the command is killed before it ran (it then exits 125 or by SIGKILL).
+   */
+  spawn(file: string, args: string[], env: Record<string, string>, note: (line: string) => void): ChildProcess;
   /** Kills the command now (maxRunTime, shutdown, lost claim); end() still follows. */
   kill(): void;
   /**
@@ -204,6 +218,8 @@ export interface RunSandbox {
   terminate(): void;
   /** After the command exited: kills everything the run started and resolves when none of it is left. */
   end(): Promise<void>;
+  /** After the command ended: what the run's bounds refused it (limits.ts), for its log. */
+  bounds(): Promise<string[]>;
   /** After end(): removes the directory (never following what the task left in it) and frees the run's uid. */
   remove(): Promise<void>;
 }
@@ -218,6 +234,36 @@ export interface SandboxConfig {
   taskUser?: TaskUser;
   /** parent of the task directories */
   workDir?: string;
+  /** the widest network a run gets (`--network`); a payload may narrow it */
+  network: NetworkMode;
+  /** unshare, setpriv, nsenter, ip, slirp4netns, mount as found at start (network.ts) */
+  tools: NetworkTools;
+  /** the API's address as tasks name it, and the worker's side of the relay to it (modes api and internet) */
+  api?: ApiAddress;
+  relay?: ApiRelay;
+  /** what one run may use */
+  limits: RunLimits;
+  /** where runs' cgroups go (none: memory, CPU and the pids controller's bound are not applied) */
+  cgroups?: CgroupPlan;
+  /** prlimit, which sets the runs' rlimits (missing: none are set) */
+  prlimit?: string;
+}
+
+/** The start line's words on the network. */
+const NETWORK_LINES: Record<NetworkMode, (api: ApiAddress | undefined) => string> = {
+  none: () => 'network none: a namespace of its own with only loopback',
+  api: (api) => `network api: a namespace of its own reaching only the API (${api?.host}:${api?.port} inside, relayed through a Unix socket)`,
+  internet: () => "network internet: a namespace of its own behind slirp4netns, without the host's loopback, private ranges or the host's addresses",
+  host: () => "network host: the worker's own, shared",
+};
+
+/** A shell word holding `s` as it is. */
+export const shq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** The node binary a sandbox's forwarder runs: this worker's when the run's identity can reach it, else `node` on PATH. */
+function forwarderNode(otherUid: boolean): string {
+  const dir = path.dirname(process.execPath);
+  return otherUid && !covered(dir) && firstClosedDir(dir) ? 'node' : process.execPath;
 }
 
 /** Kills a process and its process group (a process that left the group survives this: that is mode none's weakness). */
@@ -289,15 +335,16 @@ export class Sandbox {
   describe(): string {
     const { mode, uids, taskUser } = this.config;
     const range = uids ? `${uids.range.first}-${uids.range.last}` : '';
+    const net = NETWORK_LINES[this.config.network](this.config.api);
     if (mode === 'bwrap') {
       const who = taskUser ? `as ${taskUser.name} (uid ${taskUser.uid}) outside` : uids ? `as a fresh uid from ${range}` : `as this worker's uid ${process.getuid?.()} inside namespaces of its own`;
-      return `each run in its own user, PID, IPC, UTS and cgroup namespaces (bubblewrap) ${who}, with a private /tmp and a read-only view of the system; nothing it starts outlives it; the network is shared`;
+      return `each run in its own user, PID, IPC, UTS and cgroup namespaces (bubblewrap) ${who}, with a private /tmp and a read-only view of the system; nothing it starts outlives it; ${net}`;
     }
-    if (mode === 'user') return `each run as a fresh uid and gid from ${range}, its directory 0700 and TMPDIR inside it; every process of that uid is killed when the run ends; /tmp and the network are shared`;
-    return `${taskUser ? `tasks run as ${taskUser.name} (uid ${taskUser.uid})` : "tasks run as this worker's user"}, share its /tmp, and what leaves the command's process group outlives the run`;
+    if (mode === 'user') return `each run as a fresh uid and gid from ${range}, its directory 0700 and TMPDIR inside it; every process of that uid is killed when the run ends; /tmp is shared; ${net}`;
+    return `${taskUser ? `tasks run as ${taskUser.name} (uid ${taskUser.uid})` : "tasks run as this worker's user"}, share its /tmp, and what leaves the command's process group outlives the run; ${net}`;
   }
 
-  async prepare(taskId: string, runId: number): Promise<RunSandbox> {
+  async prepare(taskId: string, runId: number, network: NetworkMode = this.config.network): Promise<RunSandbox> {
     const { mode, uids, taskUser } = this.config;
     const perRunUid = mode === 'user' || (mode === 'bwrap' && uids !== undefined && !taskUser) ? await (uids as UidPool).acquire() : undefined;
     const identity = perRunUid !== undefined ? { uid: perRunUid, gid: perRunUid, name: `tgs-run-${perRunUid}` } : taskUser;
@@ -309,57 +356,137 @@ export class Sandbox {
         await chown(dir, identity.uid, identity.gid);
         if (mode !== 'bwrap') await chown(tmpDir, identity.uid, identity.gid);
       }
-      return this.runSandbox(dir, tmpDir, identity, perRunUid);
+      const cgroup = this.config.cgroups ? await createRunCgroup(this.config.cgroups, `tgs-run-${taskId}-${runId}-${path.basename(dir).slice(-6)}`, this.config.limits) : undefined;
+      return this.runSandbox(dir, tmpDir, identity, perRunUid, network, cgroup);
     } catch (err) {
       if (perRunUid !== undefined) uids?.release(perRunUid);
       throw err;
     }
   }
 
-  private runSandbox(dir: string, tmpDir: string, identity: { uid: number; gid: number; name: string } | undefined, perRunUid: number | undefined): RunSandbox {
-    const { mode, bwrapPath, uids } = this.config;
+  /**
+   * The program and arguments that run `file args` in this run's network (`host`: as they are), and what the worker
+   * does between the namespace's creation and the command's start (none, or setUpNetns's).
+   *  - bwrap: --unshare-net (bwrap brings the loopback up); `api` and `none` see an /etc/hosts of loopback and the
+   *    API's name, `internet` a resolv.conf naming slirp4netns's DNS; `api` has the relay's socket at /run/tgs and a
+   *    prelude inside that starts the forwarder (as the sandbox's uid) and waits for it before the command.
+   *  - user, none (a root worker): unshare --net --mount runs a prelude as root inside the new namespaces (loopback
+   *    up, the hosts or resolv.conf bound over /etc's, the forwarder started as the run's uid), which then drops to
+   *    the run's uid with setpriv and runs the command.
+   */
+  private networked(file: string, args: string[], identity: { uid: number; gid: number } | undefined, network: NetworkMode): { argv: string[]; setup?: NetnsSetup } {
+    const { mode, tools, api, relay } = this.config;
+    const root = process.getuid?.() === 0;
+    if (network === 'host') return { argv: mode === 'bwrap' ? ['--', file, ...args] : [file, ...args] };
+    if (!relay) throw new Error(`network ${network} needs the worker's network directory (apiRelay.ts), which it did not make`);
+    const r = relay as ApiRelay;
+    const forwarderVars = (sock: string) =>
+      `TGS_NODE=${shq(forwarderNode(identity !== undefined))}; TGS_FWD=${shq(FORWARDER_JS)}; TGS_API_PORT=${shq(String(api?.port))}; TGS_API_SOCK=${shq(sock)}`;
+    const internetSetup: NetnsSetup = { kind: 'internet', tools, userNs: !root };
+    if (mode === 'bwrap') {
+      const bw: string[] = ['--unshare-net'];
+      if (network === 'internet') bw.push('--ro-bind', r.resolvPath, '/etc/resolv.conf');
+      else bw.push('--ro-bind', r.hostsPath, '/etc/hosts');
+      if (network === 'api') bw.push('--ro-bind', r.dir, path.dirname(SANDBOX_SOCKET));
+      const setup = network === 'internet' ? internetSetup : network === 'api' && needsLowPort(api) ? { kind: 'low-port' as const, tools, userNs: !root } : undefined;
+      if (setup) bw.push('--info-fd', '3', '--block-fd', '4');
+      const prelude = [...(setup ? ['exec 3>&- 4<&-'] : []), ...(network === 'api' ? [forwarderVars(SANDBOX_SOCKET), START_FORWARDER('')] : []), 'exec "$@"'].join('\n');
+      return { argv: [...bw, '--', '/bin/sh', '-c', prelude, 'sh', file, ...args], setup };
+    }
+    const drop = identity ? `${shq(tools.setpriv as string)} --reuid=${identity.uid} --regid=${identity.gid} --clear-groups --` : '';
+    const prelude = [
+      `${shq(tools.ip as string)} link set lo up || exit 125`,
+      network === 'internet'
+        ? `mount --bind ${shq(r.resolvPath)} /etc/resolv.conf || exit 125`
+        : `mount --bind ${shq(r.hostsPath)} /etc/hosts || exit 125`,
+      ...(network === 'api' && needsLowPort(api) ? ['echo 0 > /proc/sys/net/ipv4/ip_unprivileged_port_start || exit 125'] : []),
+      ...(network === 'internet' ? ['echo "netns $$" >&3', 'read _ <&4 || exit 125', 'exec 3>&- 4<&-'] : []),
+      ...(network === 'api' ? [forwarderVars(r.socketPath), START_FORWARDER(drop)] : []),
+      `exec ${drop} "$@"`,
+    ].join('\n');
+    return { argv: [tools.unshare as string, '--net', '--mount', '--', '/bin/sh', '-c', prelude, 'sh', file, ...args], setup: network === 'internet' ? internetSetup : undefined };
+  }
+
+  private runSandbox(dir: string, tmpDir: string, identity: { uid: number; gid: number; name: string } | undefined, perRunUid: number | undefined, network: NetworkMode, cgroup: RunCgroup | undefined): RunSandbox {
+    const { mode, bwrapPath, uids, limits, prlimit } = this.config;
     let child: ChildProcess | undefined;
+    let slirp: ChildProcess | undefined;
+    let watchdog: NodeJS.Timeout | undefined;
+    let overDisk: string | undefined;
     // a uid goes back to the pool only once none of its processes is left
     let allDead = perRunUid === undefined;
     const userName = identity?.name ?? userInfo().username;
     const killAll = async () => {
+      clearInterval(watchdog);
       if (child) killGroup(child);
+      slirp?.kill('SIGKILL');
       // a uid of this run alone: every process of it goes, in whatever session or namespace it hid
       if (perRunUid !== undefined) await killEveryProcessOf(perRunUid, perRunUid);
       allDead = true;
     };
     const who = identity ? `${identity.name} (uid ${identity.uid})` : `${userName} (uid ${process.getuid?.()}, the worker's own)`;
+    const net = `network ${network}`;
     return {
       dir,
       tmpDir,
       userName,
-      describe: mode === 'bwrap' ? `sandbox bwrap as ${who}` : mode === 'user' ? `sandbox user: runs as ${who}` : `no sandbox (--isolation none): runs as ${who}`,
-      spawn: (file, args, env) => {
-        if (mode !== 'bwrap') {
-          child = spawn(file, args, {
-            cwd: dir,
-            env,
-            stdio: ['ignore', 'pipe', 'pipe'],
-            detached: true,
-            // libuv also drops the worker's supplementary groups when it switches user
-            ...(identity ? { uid: identity.uid, gid: identity.gid } : {}),
-          });
-          return child;
-        }
-        // the task directory at its own path, so TASK_WORKDIR and the paths in its log mean the same inside and out
-        const bwrapArgs = [...systemViewArgs(nodeDirToBind(identity !== undefined)), '--bind', dir, dir, '--chdir', dir, '--', file, ...args];
-        child = spawn(bwrapPath as string, bwrapArgs, {
-          cwd: '/',
+      network,
+      uid: identity?.uid ?? process.getuid?.(),
+      describe: mode === 'bwrap' ? `sandbox bwrap as ${who}, ${net}` : mode === 'user' ? `sandbox user: runs as ${who}, ${net}` : `no sandbox (--isolation none): runs as ${who}, ${net}`,
+      spawn: (file, args, env, note) => {
+        // outside bwrap a network namespace is made as root, which the prelude then drops (setpriv)
+        const netRoot = mode !== 'bwrap' && network !== 'host';
+        const { argv, setup } = this.networked(file, args, netRoot ? identity : undefined, network);
+        const [program, ...programArgs] = mode === 'bwrap'
+          // the task directory at its own path, so TASK_WORKDIR and the paths in its log mean the same inside and out
+          ? [bwrapPath as string, ...systemViewArgs(nodeDirToBind(identity !== undefined), limits.tmpBytes), '--bind', dir, dir, '--chdir', dir, ...argv]
+          : argv;
+        // the wrapper waits until the worker has put it in the run's cgroup (nothing of the run exists outside it),
+        // sets the run's rlimits and becomes the program
+        const rlimits = prlimit ? [prlimit, ...rlimitArgs(limits, perRunUid !== undefined, this.config.cgroups?.parents.pids !== undefined), '--'] : [];
+        child = spawn('/bin/sh', ['-c', 'read _ || exit 125; exec "$@" </dev/null', 'sh', ...rlimits, program, ...programArgs], {
+          cwd: mode === 'bwrap' ? '/' : dir,
           env,
-          stdio: ['ignore', 'pipe', 'pipe'],
+          stdio: ['pipe', 'pipe', 'pipe', ...(setup ? (['pipe', 'pipe'] as const) : [])],
           detached: true,
-          ...(identity ? { uid: identity.uid, gid: identity.gid } : {}),
+          // libuv also drops the worker's supplementary groups when it switches user
+          ...(identity && !netRoot ? { uid: identity.uid, gid: identity.gid } : {}),
         });
+        const wrapper = child;
+        wrapper.stdin?.on('error', () => undefined);
+        void (async () => {
+          if (wrapper.pid !== undefined) await cgroup?.add(wrapper.pid);
+          wrapper.stdin?.end('go\n');
+        })().catch((err: unknown) => {
+          note(`could not put the run in its cgroup: ${(err as Error).message}; killed the command before it ran`);
+          killGroup(wrapper);
+        });
+        watchdog = setInterval(() => {
+          void allocatedBytes(dir, limits.taskDirBytes).then((used) => {
+            if (used <= limits.taskDirBytes || overDisk) return;
+            overDisk = `the run's directory holds more than its bound of ${fmtBytes(limits.taskDirBytes)} (--max-task-dir): killed the command`;
+            note(overDisk);
+            killGroup(wrapper);
+          });
+        }, 1000);
+        if (setup) {
+          const started = child;
+          setUpNetns(started, setup).then(
+            (s) => {
+              slirp = s;
+            },
+            (err: unknown) => {
+              note(`could not set up the run's network (${network}): ${(err as Error).message}; killed the command before it ran`);
+              killGroup(started);
+            },
+          );
+        }
         return child;
       },
       kill: () => {
         // bwrap: its sandbox dies with it (--die-with-parent), and with the sandbox's pid 1 every process inside
         if (child) killGroup(child);
+        slirp?.kill('SIGKILL');
         if (perRunUid !== undefined) void killEveryProcessOf(perRunUid, perRunUid).catch(() => undefined);
       },
       terminate: () => {
@@ -370,9 +497,11 @@ export class Sandbox {
         else termGroup(child.pid);
       },
       end: killAll,
+      bounds: async () => [...((await cgroup?.report()) ?? [])],
       remove: async () => {
         try {
           await removeTaskDir(dir);
+          await cgroup?.remove();
         } finally {
           if (perRunUid !== undefined && allDead) uids?.release(perRunUid);
         }

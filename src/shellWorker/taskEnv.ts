@@ -1,7 +1,10 @@
 import path from 'node:path';
 
-/** Where a task searches programs when the worker has no PATH (Debian's default for users). */
-const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin';
+/**
+ * Where a task searches programs (Debian's default), whatever the worker's PATH: the worker's showed its npm cache
+ * and checkout paths to every task (security review 2026-11-28, info 14).
+ */
+export const TASK_PATH = '/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin';
 
 /** The worker's variables a task inherits, and only these: locale and time zone, never a credential. */
 const INHERITED = ['LANG', 'LC_ALL', 'TZ'] as const;
@@ -31,7 +34,7 @@ export function taskEnv(input: TaskEnvInput): Record<string, string> {
   const worker = input.workerEnv ?? process.env;
   const env: Record<string, string> = {};
   // `node` is always at hand for task commands (the one runtime tgs itself needs)
-  env.PATH = [path.dirname(process.execPath), worker.PATH || DEFAULT_PATH].join(path.delimiter);
+  env.PATH = [...new Set([path.dirname(process.execPath), ...TASK_PATH.split(path.delimiter)])].join(path.delimiter);
   for (const name of INHERITED) {
     const value = worker[name];
     if (value) env[name] = value;

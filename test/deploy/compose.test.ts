@@ -220,6 +220,12 @@ test('the variables the tgs services set are ones tgs reads; the shell worker ge
   for (const [name, s] of Object.entries(services).filter(([, svc]) => isTgs(svc))) {
     assert.equal(s.user === 'node' && s.cap_drop?.includes('ALL'), name !== 'shell-worker', `${name} runs as ${s.user ?? 'root'}`);
   }
+  // the shell worker is root for per-run uids only: no setuid gain, only the capabilities they need, bounded
+  const sw = services['shell-worker'] as Service & { security_opt?: string[]; cap_add?: string[]; pids_limit?: number; mem_limit?: string; cpus?: number };
+  assert.deepEqual(sw.security_opt, ['no-new-privileges:true']);
+  assert.deepEqual(sw.cap_drop, ['ALL']);
+  assert.deepEqual([...(sw.cap_add ?? [])].sort(), ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'KILL', 'SETGID', 'SETUID']);
+  assert.ok(Number(sw.pids_limit) > 0 && sw.mem_limit && Number(sw.cpus) > 0, 'the shell worker has pids, memory and CPU limits');
   // the root client's token is the API's alone
   for (const [name, s] of Object.entries(services)) assert.equal('TGS_ROOT_ACCESS_TOKEN' in envOf(s), name === 'api', `${name} and the root token`);
   // security review 2026-11-28, info 13: trigger tokens are sealed at rest, with a key the API alone holds

@@ -1,16 +1,17 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { eventually } from '../../support/stack.js';
 import { createTestTask } from '../helpers/queueTasks.js';
+import { sandboxScratch } from '../helpers/sandboxScratch.js';
 import { startShellWorker, UNSAFE_LINE, type IsolationMode, type ShellWorker, type ShellWorkerOptions } from '../../src/shellWorker/index.js';
 import { chooseIsolation, type MachineFacts } from '../../src/shellWorker/sandbox.js';
 import { DEFAULT_UID_RANGE } from '../../src/shellWorker/runUids.js';
+import { TASK_PATH } from '../../src/shellWorker/taskEnv.js';
 
 // `tgs shell-worker --isolation`: the task author is hostile. Each run must get an identity and a filesystem view no
 // other run shares, nothing it starts may outlive it, the worker's environment must not reach it, and cleaning its
@@ -30,13 +31,9 @@ const workers: ShellWorker[] = [];
 before(async () => {
   assert.equal(process.getuid?.(), 0, 'these tests run as root (CI does): modes user and bwrap-as-a-fresh-uid need it');
   Object.assign(process.env, WORKER_SECRETS);
+  process.env.PATH = `/opt/worker-only/bin:${process.env.PATH}`;
   t = await startTestApi({ claimWorkWaitMs: 1000 });
-  scratch = mkdtempSync(path.join(tmpdir(), 'tgs-sandbox-'));
-  chmodSync(scratch, 0o755);
-  // per-run uids must be able to enter the parent of their directories (mode user); nothing more
-  workDir = path.join(scratch, 'work');
-  mkdirSync(workDir, { mode: 0o711 });
-  chmodSync(workDir, 0o711);
+  ({ scratch, workDir } = sandboxScratch('tgs-sandbox-'));
 });
 after(async () => {
   await Promise.all(workers.map((w) => w.stop()));
@@ -155,6 +152,9 @@ for (const mode of ['bwrap', 'user'] as const) {
     }
     assert.deepEqual(names.filter((n) => !ALLOWED.has(n)), [], 'nothing outside the allowlist');
     assert.match(log, new RegExp(`^ENV HOME=${workDir}/tgs-task-${taskId}-0-`, 'm'), 'HOME is the task directory');
+    // a fixed PATH: the node binary's directory and Debian's default, nothing of the worker's PATH (its layout)
+    const expectedPath = [...new Set([path.dirname(process.execPath), ...TASK_PATH.split(':')])].join(':');
+    assert.match(log, new RegExp(`^ENV PATH=${expectedPath.replace(/[.]/g, '\\.')}$`, 'm'));
 
     assertOutsideIntact(outside);
     assert.deepEqual(runDirs(taskId), [], 'the task directory is removed (symlinks, swapped symlinks and the locked directory included)');

@@ -18,7 +18,7 @@ import type { TgsCredentials } from '../../client/http.js';
 import { GraphNotFinishedError, TgsApiError, TgsClient, type TaskGraph } from '../../client/tgsClient.js';
 import { readGraphFile, withTaskDefaults } from '../graphFile.js';
 import { Progress } from '../progress.js';
-import { startShellWorker, type IsolationMode, type ShellWorker } from '../../shellWorker/index.js';
+import { startShellWorker, type IsolationMode, type NetworkMode, type ShellWorker } from '../../shellWorker/index.js';
 import { LIVE_LOG } from '../../queue/liveLogName.js';
 import { onShutdown } from '../shutdown.js';
 import { DEV_TEMPORAL_CLIENT_ID, ensureDevTemporalClient } from '../../scheduler/temporalNativeAuth.js';
@@ -46,6 +46,7 @@ export interface DevOptions {
   exit?: boolean;
   logFormat?: string;
   isolation?: string;
+  network?: string;
 }
 
 /** --log-format, else TGS_LOG_FORMAT, else pretty lines for a person at a terminal and JSON for anything else. */
@@ -178,6 +179,7 @@ export function registerDevCommand(program: Command): void {
     .option('--data-dir <dir>', 'state of this instance: embedded database, Temporal history, root token (one tgs dev per directory)', '.tgs')
     .option('--workers <n>', `shell workers to run in-process (provisionerId ${DEV_PROVISIONER_ID}, workerType ${DEV_WORKER_TYPE})`, '0')
     .option('--isolation <mode>', 'how --workers sandbox each run: bwrap, user (root) or none (unsafe); default: the strongest this machine gives, else none with a warning')
+    .option('--network <mode>', "what --workers' runs reach: api (only the tgs API), none, internet or host (unsafe); default api where the machine gives it, else host with a warning")
     .option('--submit <file>', 'once started, submit this task graph (JSON or YAML) and show its progress; repeatable', (v: string, all: string[]) => [...all, v], [] as string[])
     .option('--exit', 'with --submit: stop everything when the graphs are done (exit 0 if all finished, else 1)')
     .option('--log-format <format>', 'process logs as json lines or pretty (readable) lines (default: pretty on a terminal, else json; TGS_LOG_FORMAT)')
@@ -316,6 +318,8 @@ async function runDev(
       isolation: opts.isolation as IsolationMode | undefined,
       // README's first command must work on a fresh machine: without bwrap or root, run unsandboxed and say so
       fallbackToNone: true,
+      network: opts.network as NetworkMode | undefined,
+      fallbackToHostNetwork: true,
       log: lineLogger(logger('shell-worker').child({ worker: i })),
     });
     w.done.catch((err: unknown) => console.error(`tgs dev: shell worker ${i} stopped: ${(err as Error).message}`));

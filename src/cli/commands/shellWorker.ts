@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { resolveCredentials } from '../../client/credentials.js';
-import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_KILL_GRACE_MS, startShellWorker, type IsolationMode } from '../../shellWorker/index.js';
+import { DEFAULT_DRAIN_TIMEOUT_MS, DEFAULT_KILL_GRACE_MS, startShellWorker, DEFAULT_LIMITS, parseSize, type IsolationMode, type NetworkMode } from '../../shellWorker/index.js';
+import { fmtBytes } from '../../shellWorker/limits.js';
 import { loadConfig } from '../../config.js';
 import { lineLogger } from '../../log.js';
 import { startObservability } from '../../observability/process.js';
@@ -16,6 +17,14 @@ interface Options {
   workDir?: string;
   taskUser?: string;
   isolation?: string;
+  network?: string;
+  maxMemory: string;
+  maxProcesses: string;
+  cpus: string;
+  maxTmp: string;
+  maxFileSize: string;
+  maxTaskDir: string;
+  maxArtifactSize?: string;
   uidRange?: string;
   claimWork?: boolean;
   killGrace: string;
@@ -33,6 +42,13 @@ function seconds(flag: string, text: string): number {
   })();
   if (!Number.isFinite(ms) || ms < 0) throw new Error(`${flag} ${JSON.stringify(text)}: give seconds (e.g. 300) or a duration (e.g. 5m)`);
   return ms;
+}
+
+/** `--max-processes 512`, `--cpus 1.5`. */
+function positive(flag: string, text: string, integer: boolean): number {
+  const n = Number(text);
+  if (!(n > 0) || (integer && !Number.isInteger(n))) throw new Error(`${flag} ${JSON.stringify(text)}: give a ${integer ? 'whole ' : ''}number above 0`);
+  return n;
 }
 
 export function registerShellWorkerCommand(program: Command): void {
@@ -55,6 +71,17 @@ export function registerShellWorkerCommand(program: Command): void {
       'how each run is sandboxed: bwrap (bubblewrap namespaces; as root also a fresh uid per run), user (root: a fresh uid per run) or none (unsafe: tasks can read the worker\'s credentials). ' +
         'Default: the strongest this machine gives; refuses to start when there is none',
     )
+    .option(
+      '--network <mode>',
+      'what runs reach: api (the default: a network namespace of its own reaching only the tgs API), none, internet (slirp4netns: never the host\'s loopback, private ranges or own addresses) or host (unsafe: every service the worker reaches); TGS_SHELL_WORKER_NETWORK. A payload\'s `network` may narrow it',
+    )
+    .option('--max-memory <size>', "each run's memory, /tmp's tmpfs pages included (a cgroup of its own; e.g. 512M, 4G)", fmtBytes(DEFAULT_LIMITS.memoryBytes).replace(' GiB', 'G'))
+    .option('--max-processes <n>', "each run's processes and threads (a cgroup's pids.max, and RLIMIT_NPROC when the run has a uid of its own)", String(DEFAULT_LIMITS.processes))
+    .option('--cpus <n>', "each run's CPU time, in CPUs (a cgroup's CPU quota; e.g. 0.5, 2)", String(DEFAULT_LIMITS.cpus))
+    .option('--max-tmp <size>', "bwrap: the size of each run's /tmp and /var/tmp (tmpfs)", fmtBytes(DEFAULT_LIMITS.tmpBytes).replace(' GiB', 'G'))
+    .option('--max-file-size <size>', 'the largest file a run may write (RLIMIT_FSIZE)', fmtBytes(DEFAULT_LIMITS.fileBytes).replace(' GiB', 'G'))
+    .option('--max-task-dir <size>', "what a run's directory may hold (checked every second; the run is killed past it)", fmtBytes(DEFAULT_LIMITS.taskDirBytes).replace(' GiB', 'G'))
+    .option('--max-artifact-size <size>', 'the largest artifact file a run uploads; a larger one is refused before it is read (default: TGS_MAX_ARTIFACT_BYTES, else 64M, the API\'s default)')
     .option('--uid-range <first-last>', 'the uids runs get (isolation user, and bwrap as root); no account may have one', '1500000-1565535')
     .option(
       '--task-user <name>',
@@ -86,7 +113,17 @@ export function registerShellWorkerCommand(program: Command): void {
           workDir: opts.workDir,
           taskUser: opts.taskUser,
           isolation: opts.isolation as IsolationMode | undefined,
+          network: (opts.network ?? (process.env.TGS_SHELL_WORKER_NETWORK || undefined)) as NetworkMode | undefined,
           uidRange: opts.uidRange,
+          ...(opts.maxArtifactSize ? { maxArtifactBytes: parseSize('--max-artifact-size', opts.maxArtifactSize) } : {}),
+          limits: {
+            memoryBytes: parseSize('--max-memory', opts.maxMemory),
+            processes: positive('--max-processes', opts.maxProcesses, true),
+            cpus: positive('--cpus', opts.cpus, false),
+            tmpBytes: parseSize('--max-tmp', opts.maxTmp),
+            fileBytes: parseSize('--max-file-size', opts.maxFileSize),
+            taskDirBytes: parseSize('--max-task-dir', opts.maxTaskDir),
+          },
           transport: opts.claimWork ? 'claimWork' : 'stream',
           killGraceMs: seconds('--kill-grace', opts.killGrace),
           drainTimeoutMs: seconds('--drain-timeout', opts.drainTimeout),
