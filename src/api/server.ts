@@ -25,6 +25,7 @@ import { concurrencyLimits, RETRY_AFTER_SECONDS } from './concurrency.js';
 import { objectMembers } from './jsonObjectStream.js';
 import { errorBody, toTgsError } from './errorReply.js';
 import { bodyTooLarge, StreamedBody } from './streamedBody.js';
+import { SLUGID } from './patterns.js';
 
 /** What the onRequest hook established before the body was read. */
 interface Admitted {
@@ -243,7 +244,7 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
           }
           for (const [name, pattern] of Object.entries(endpoint.params ?? {})) {
             if (params[name] !== undefined && !pattern.test(params[name])) {
-              throw new TgsError('InputError', `Invalid ${name} ${JSON.stringify(params[name])}: must match ${pattern}`);
+              throw new TgsError('InputError', `Invalid ${name} ${JSON.stringify(params[name])}: ${pattern === SLUGID ? `not a ${name} (a slugid: 22 characters of A-Z, a-z, 0-9, _ and -, as slugid.nice() makes)` : `must match ${pattern}`}`);
             }
           }
           const query = (request.query ?? {}) as Record<string, string | undefined>;

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { requireCredentials, resolveCredentials, type ResolvedCredentials } from '../../client/credentials.js';
 import { DurationError, parseDuration } from '../../duration.js';
+import { pastTime } from '../pastTime.js';
 import { withClient } from '../withClient.js';
 
 /**
@@ -30,18 +31,6 @@ function readHookFile(file: string): Record<string, unknown> {
     throw new Error(`${file} must hold a hook: {"metadata": {...}, "schedule": [...], "task": {...}} (docs/formats.md § Hooks)`);
   }
   return value as Record<string, unknown>;
-}
-
-/** A date (`2026-11-20T00:00:00Z`) or a duration ago (`3d`, `12h`). */
-function pastTime(value: string, option: string): string {
-  try {
-    return new Date(Date.now() - parseDuration(value)).toISOString();
-  } catch (err) {
-    if (!(err instanceof DurationError)) throw err;
-  }
-  const date = new Date(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(date.getTime())) throw new Error(`${option} ${JSON.stringify(value)}: give a date (2026-11-20T00:00:00Z) or a duration ago (3d, 12h)`);
-  return date.toISOString();
 }
 
 const call = <T = any>(resolved: ResolvedCredentials, method: string, path: string, body?: unknown) =>
