@@ -129,7 +129,7 @@ export async function waitAndReport(client: TgsClient, taskGraphId: string, opti
       const now = Date.now();
       if (unreachableSince === undefined) {
         unreachableSince = now;
-        process.stderr.write(`tgs: cannot reach ${client.rootUrl} (${(err as Error).message}); retrying for up to ${elapsed(options.unreachableForMs)} (Ctrl-C stops)\n`);
+        process.stderr.write(`tgs: ${(err as Error).message}\ntgs: --wait tries again for up to ${elapsed(options.unreachableForMs)} (a restarting API; Ctrl-C stops)\n`);
       } else if (now - unreachableSince > options.unreachableForMs) throw err;
       await sleep(1000);
       continue;

@@ -21,6 +21,8 @@ export interface CliOptions {
   /** killed (and answered with what it printed) after this long; default 120 s */
   timeoutMs?: number;
   cwd?: string;
+  /** stops the command (SIGTERM) once its stdout so far matches */
+  stopWhen?: (soFar: string) => boolean;
 }
 
 /** `tgs <args>` with only the variables given (plus PATH and HOME for node); stdout is a pipe, not a TTY. */
@@ -33,7 +35,11 @@ export function runTgs(args: string[], env: Record<string, string>, options: Cli
       { cwd: options.cwd ?? repo, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, timeout: options.timeoutMs ?? 120_000 },
       (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
-    child.stdout?.on('data', (d: Buffer) => options.onStdout?.((soFar += d.toString())));
+    child.stdout?.on('data', (d: Buffer) => {
+      soFar += d.toString();
+      options.onStdout?.(soFar);
+      if (options.stopWhen?.(soFar)) child.kill('SIGTERM');
+    });
   });
 }
 
