@@ -2,8 +2,9 @@
 // graph ends, then the report that says why it did not finish and what to run next.
 import { TgsApiError, type GraphInfo, type GraphTask, type TaskRun, type TgsClient } from '../client/tgsClient.js';
 import { LIVE_LOG } from '../queue/liveLogName.js';
-import { printGraphExplanation } from './explanation.js';
+import { nextGraphCommand, printGraphExplanation } from './explanation.js';
 import { countsLine, elapsed, Progress } from './progress.js';
+import { exitNote } from './exitNote.js';
 
 export interface WaitOptions {
   /** lines of a failed task's log to print */
@@ -35,12 +36,6 @@ async function nothingCanRun(client: TgsClient, taskGraphId: string, info: Graph
 
 /** `+2.1s`: when `iso` was, counted from the graph's creation. */
 const since = (created: number, iso: string | undefined) => (iso ? `+${elapsed(Math.max(0, Date.parse(iso) - created))}` : '');
-
-/** The exit code or signal the shell worker noted at the end of a run's log (`exit code 3`, `killed by SIGTERM`). */
-export function exitNote(log: string): string | undefined {
-  const notes = [...log.matchAll(/^\[tgs-shell-worker [^\]]*\] (exit code -?\d+|killed by \w+|maxRunTime of \d+ s exceeded)/gm)];
-  return notes.at(-1)?.[1];
-}
 
 async function tail(client: TgsClient, taskId: string, run: TaskRun | undefined, lines: number): Promise<{ text: string; all: string } | undefined> {
   try {
@@ -166,7 +161,10 @@ export async function waitAndReport(client: TgsClient, taskGraphId: string, opti
       // tasks wait and nothing moves: say why once (a mistyped workerType waits for ever in silence otherwise)
       whyShown = true;
       console.log(`nothing has started for ${elapsed(Date.now() - lastChange)}; tgs graph why ${taskGraphId} says:`);
-      printGraphExplanation(await client.explainGraph(taskGraphId, 5));
+      const explanation = await client.explainGraph(taskGraphId, 5);
+      printGraphExplanation(explanation);
+      const next = await nextGraphCommand(client, explanation);
+      if (next) console.log(`Run next: ${next}`);
     }
     await sleep(interval);
     interval = Math.min(1000, Math.round(interval * 1.5));

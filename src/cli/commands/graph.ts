@@ -6,12 +6,35 @@ import { TgsClient, type GraphInfo, type GraphTask, type TaskGraph, type TaskGra
 import { defaultOwner, readGraphFile, withTaskDefaults } from '../graphFile.js';
 import { countsLine } from '../progress.js';
 import { waitAndReport, type WaitOptions } from '../waitGraph.js';
-import { printGraphExplanation } from '../explanation.js';
+import { nextGraphCommand, printGraphExplanation } from '../explanation.js';
 import { inspectOne } from '../graphTask.js';
+import { checkPools, checkShellPayloads, lintGraph, poolsOf } from '../graphCheck.js';
 import { withClient } from '../withClient.js';
 import { withIds } from '../ids.js';
 import { registerGraphListCommand } from './graphList.js';
 import { registerGraphLogsCommand } from './graphLogs.js';
+
+/**
+ * What submit checks first (src/cli/graphCheck.ts), printed before the API answers: errors (which the API refuses
+ * too, without "did you mean") and warnings (which it accepts).
+ * `full` (--check) adds the shell worker's payload schema and says when all is well. The queue's view of the pools is
+ * best effort: a client that may not list workers still submits.
+ */
+async function checkBeforeSubmit(client: TgsClient, graph: TaskGraph, full: boolean): Promise<boolean> {
+  const { errors, warnings } = lintGraph(graph as unknown as Record<string, unknown>);
+  const pools = poolsOf(graph.tasks);
+  const queue = await checkPools(client, pools).catch((err: unknown) => {
+    if (full) warnings.push(`the queue's workers could not be read (${(err as Error).message.split('\n')[0]}): pools and payloads not checked`);
+    return undefined;
+  });
+  if (queue) warnings.push(...queue.warnings);
+  if (full && queue) errors.push(...checkShellPayloads(graph.tasks, queue.shellPools));
+  for (const w of warnings) console.error(`tgs: warning: ${w}`);
+  // every error here the API refuses too, naming every problem it finds: these lines add the closest names
+  for (const e of errors) console.error(`tgs: error: ${e}`);
+  if (full) console.log(errors.length ? `${errors.length} error(s), ${warnings.length} warning(s): fix the errors before submitting` : `${Object.keys(graph.tasks).length} task(s) checked: ${warnings.length ? `${warnings.length} warning(s), ` : ''}no errors`);
+  return errors.length === 0;
+}
 
 function printInfo(info: GraphInfo, url: string): void {
   console.log(`task-graph   ${info.status.taskGraphId}`);
@@ -63,6 +86,7 @@ function addWaitOptions(command: Command): Command {
 
 interface SubmitOptions extends WaitFlags {
   wait?: boolean;
+  check?: boolean;
   /** false with --no-cache */
   cache: boolean;
   refreshCache?: boolean;
@@ -87,6 +111,7 @@ export function registerGraphCommand(program: Command): void {
     .option('--no-cache', 'run every cached node, and write no cache entry (the graph\'s cacheMode off)')
     .option('--refresh-cache', 'run every cached node and overwrite its cache entry (cacheMode refresh)')
     .option('--json', 'print the API answer as JSON')
+    .option('--check', 'only check the file: its labels and keys, its pools (workers there?), and the payloads of tasks for shell workers; submit nothing')
     .action(async (file: string, opts: SubmitOptions) => {
       const resolved = requireCredentials();
       const taskGraphId = opts.id ?? slugid.nice();
@@ -105,6 +130,11 @@ export function registerGraphCommand(program: Command): void {
           description: graphMeta.name ? `a task of ${graphMeta.name}` : undefined,
         }),
       };
+      const ready = await checkBeforeSubmit(client, graphBody, Boolean(opts.check));
+      if (opts.check) {
+        if (!ready) process.exitCode = 1;
+        return;
+      }
       const submitted = await withClient(resolved, (c) => c.submitGraph(graphBody, { taskGraphId }));
       if (opts.json) console.log(JSON.stringify(submitted, null, 2));
       else {
@@ -142,9 +172,16 @@ export function registerGraphCommand(program: Command): void {
     .option('--json', 'print the API answer as JSON')
     .option('--limit <n>', 'root causes to show (at most 999)', '20')
     .action(async (taskGraphId: string, opts: { json?: boolean; limit: string }) => {
-      const explanation = await withIds(resolveCredentials(), { taskGraphId }, (c) => c.explainGraph(taskGraphId, Number(opts.limit)));
-      if (opts.json) console.log(JSON.stringify(explanation, null, 2));
-      else printGraphExplanation(explanation);
+      await withIds(resolveCredentials(), { taskGraphId }, async (c) => {
+        const explanation = await c.explainGraph(taskGraphId, Number(opts.limit));
+        if (opts.json) {
+          console.log(JSON.stringify(explanation, null, 2));
+          return;
+        }
+        printGraphExplanation(explanation);
+        const next = await nextGraphCommand(c, explanation);
+        if (next) console.log(`Run next: ${next}`);
+      });
     });
 
   graph

@@ -7,7 +7,7 @@ import { isResolved } from '../../taskStates.js';
 import { withIds } from '../ids.js';
 import { readLog } from '../liveLog.js';
 import { inspectOne } from '../graphTask.js';
-import { printTaskExplanation } from '../explanation.js';
+import { failedTaskDetail, printTaskExplanation } from '../explanation.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -109,9 +109,15 @@ export function registerTaskCommand(program: Command): void {
     .description('why the task is not running (yet): each blocker and the action that clears it')
     .option('--json', 'print the API answer as JSON')
     .action(async (taskId: string, opts: { json?: boolean }) => {
-      const explanation = await withIds(resolveCredentials(), { taskId }, (c) => c.explainTask(taskId));
-      if (opts.json) console.log(JSON.stringify(explanation, null, 2));
-      else printTaskExplanation(explanation);
+      await withIds(resolveCredentials(), { taskId }, async (c) => {
+        const explanation = await c.explainTask(taskId);
+        if (opts.json) {
+          console.log(JSON.stringify(explanation, null, 2));
+          return;
+        }
+        printTaskExplanation(explanation);
+        for (const line of await failedTaskDetail(c, explanation)) console.log(line);
+      });
     });
 
   task
