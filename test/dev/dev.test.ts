@@ -145,6 +145,8 @@ test('embedded tgs dev: a graph runs to finished with --workers 1; Ctrl-C stops 
   assert.equal(await dev.interrupt(), 0, dev.output());
   for (const c of temporalChildren) assert.equal(isRunning(c.pid), false, 'the Temporal dev server is gone after Ctrl-C');
   assert.match(dev.output(), /SIGINT, shutting down/);
+  // a stop reads as one: no error-like lines from parts that stopped as asked, and no RabbitMQ where there is none
+  assert.doesNotMatch(dev.output(), /Not running\. Current state|stopping the scheduler worker:|RabbitMQ/);
   assert.deepEqual(processesMentioning(dataDir), [], 'no process of this instance is left');
 
   // Restart on the same data directory without --port: same API port and credentials, so exported ones still work;
