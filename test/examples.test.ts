@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { startShellWorker, type ShellWorker } from '../src/shellWorker/index.js';
@@ -99,4 +101,69 @@ test('flaky-reruns: the flaky task fails its first run and passes on the rerun; 
   assert.match(report, /flaky-test run 0: failed\nflaky-test run 1: completed/);
   const inspected = await client.inspect((await client.task(flaky.taskId)).taskGroupId as string, 'flaky-test');
   assert.equal(inspected.rerunsLeft, 1);
+});
+
+/** `tgs <args>` from source, as the stack's root (the README's and the docs' `npx tgs …` with credentials exported). */
+function tgs(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/entry.ts', ...args],
+      {
+        cwd: repo,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', TGS_ROOT_URL: stack.api.rootUrl, TGS_CLIENT_ID: stack.api.root.clientId, TGS_ACCESS_TOKEN: stack.api.root.accessToken },
+        timeout: 180_000,
+      },
+      (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+/** The `sh`/`yaml` blocks of a markdown file between two headings. */
+function blocks(file: string, from: string, to: string, lang: string): string[] {
+  const text = readFileSync(new URL(`../${file}`, import.meta.url), 'utf8');
+  const section = text.slice(text.indexOf(from), text.indexOf(to, text.indexOf(from)));
+  return [...section.matchAll(new RegExp(`^( *)\`\`\`${lang}\\n([\\s\\S]*?)^\\1\`\`\`$`, 'gm'))].map((m) => m[2].replace(new RegExp(`^${m[1]}`, 'gm'), ''));
+}
+
+test("docs/formats.md's first graph runs on tgs dev's pool exactly as written", async () => {
+  const [first] = blocks('docs/formats.md', '## Task-graph format', '## Graph operations', 'yaml');
+  assert.match(first, /provisionerId: tgs-dev/);
+  const dir = mkdtempSync(path.join(tmpdir(), 'tgs-formats-'));
+  try {
+    writeFileSync(path.join(dir, 'hello.yaml'), first);
+    const checked = await tgs(['graph', 'submit', '--check', path.join(dir, 'hello.yaml')]);
+    assert.equal(checked.code, 0, checked.stdout + checked.stderr);
+    assert.equal(checked.stderr, '', 'no warnings');
+    const run = await tgs(['graph', 'submit', path.join(dir, 'hello.yaml'), '--wait']);
+    assert.equal(run.code, 0, run.stdout + run.stderr);
+    assert.match(run.stdout, /finished: 2 of 2 tasks completed/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("README's tour runs as written: every `npx tgs` line of its steps, placeholders filled in", async () => {
+  const lines = blocks('README.md', '## A five-minute tour', '## What runs', 'sh')
+    .flatMap((b) => b.split('\n'))
+    .map((l) => l.replace(/\s+#.*$/, '').trim())
+    .filter((l) => l.startsWith('npx tgs ') && l !== 'npx tgs dev --workers 2');
+  assert.ok(lines.length >= 5, lines.join('\n'));
+  let taskGraphId = '';
+  let taskId = '';
+  for (const line of lines) {
+    const args = line
+      .slice('npx tgs '.length)
+      .replaceAll('<taskGraphId>', taskGraphId)
+      .replaceAll('<taskId>', taskId)
+      .replaceAll('<label>', 'build')
+      .split(/\s+/);
+    const run = await tgs(args);
+    assert.equal(run.code, 0, `${line}\n${run.stdout}\n${run.stderr}`);
+    if (!taskGraphId) {
+      taskGraphId = /task-graph (\S+) submitted/.exec(run.stdout)?.[1] as string;
+      assert.ok(taskGraphId, run.stdout);
+      taskId = (await client.inspect(taskGraphId, 'build')).taskId;
+    }
+  }
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { text as streamText } from 'node:stream/consumers';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { TgsError } from '../errors.js';
 import { OutageLog } from '../outageLog.js';
 import { createAuthenticator, TIMESTAMP_SKEW_SECONDS, type Authenticated, type RequestForAuth } from '../auth/authenticate.js';
@@ -25,6 +25,7 @@ import { concurrencyLimits, RETRY_AFTER_SECONDS } from './concurrency.js';
 import { objectMembers } from './jsonObjectStream.js';
 import { errorBody, toTgsError } from './errorReply.js';
 import { bodyTooLarge, StreamedBody } from './streamedBody.js';
+import { SLUGID } from './patterns.js';
 
 /** What the onRequest hook established before the body was read. */
 interface Admitted {
@@ -152,7 +153,11 @@ export interface ApiServerOptions {
 
 export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: ApiServerOptions = {}): FastifyInstance {
   const app = Fastify({
-    ...(options.logger ? { loggerInstance: options.logger, disableRequestLogging: true, genReqId: () => randomUUID() } : { logger: false }),
+    // request lines off through a LogController: the top-level disableRequestLogging printed a FastifyDeprecation
+    // warning (FSTDEP023, fastify 5.12) at every start
+    ...(options.logger
+      ? { loggerInstance: options.logger, logController: new LogController({ disableRequestLogging: true }), genReqId: () => randomUUID() }
+      : { logger: false }),
     // Every endpoint sets its own limit (src/api/bodyLimits.ts); this one covers the UI and unknown paths.
     bodyLimit: SERVER_BODY_LIMIT,
     // Taskcluster's slugids and artifact names may contain characters fastify would otherwise reject.
@@ -243,7 +248,7 @@ export function createApiServer(deps: ApiDeps, endpoints: Endpoint[], options: A
           }
           for (const [name, pattern] of Object.entries(endpoint.params ?? {})) {
             if (params[name] !== undefined && !pattern.test(params[name])) {
-              throw new TgsError('InputError', `Invalid ${name} ${JSON.stringify(params[name])}: must match ${pattern}`);
+              throw new TgsError('InputError', `Invalid ${name} ${JSON.stringify(params[name])}: ${pattern === SLUGID ? `not a ${name} (a slugid: 22 characters of A-Z, a-z, 0-9, _ and -, as slugid.nice() makes)` : `must match ${pattern}`}`);
             }
           }
           const query = (request.query ?? {}) as Record<string, string | undefined>;

@@ -1,3 +1,4 @@
+import { busLabel } from '../exchanges/bus.js';
 import type { Config } from '../config.js';
 import type { BusChannel, BusConnection, BusMessage } from '../exchanges/bus.js';
 import { BusReconnect, consumerChannel, whenLost } from '../exchanges/busReconnect.js';
@@ -41,7 +42,7 @@ export async function startBridgeConsumer(options: BridgeConsumerOptions): Promi
   let stopped = false;
   let connection: BusConnection | undefined;
   let channel: BusChannel | undefined;
-  const bus = new BusReconnect({ url: config.amqpUrl, connectionName: 'tgs-bridge', what: 'bridge: RabbitMQ', log, firstDelayMs: 200, maxDelayMs: 5000 });
+  const bus = new BusReconnect({ url: config.amqpUrl, connectionName: 'tgs-bridge', what: `bridge: ${busLabel(config.amqpUrl)}`, log, firstDelayMs: 200, maxDelayMs: 5000 });
 
   const lost = (conn: BusConnection, err: Error | undefined) => {
     if (connection !== conn) return;

@@ -69,7 +69,7 @@ export function readNamedFile(file: string): string {
   }
 }
 
-/** Reads a graph (or extension) file: JSON, or YAML for .yml/.yaml (and anything that is not JSON). */
+/** Reads a graph (or extension) file: JSON, or YAML for .yml/.yaml (and anything that is not JSON), its `defaults` applied. */
 export function readGraphFile(file: string): Record<string, unknown> {
   const text = readNamedFile(file);
   let value: unknown;
@@ -87,7 +87,32 @@ export function readGraphFile(file: string): Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value) || typeof (value as { tasks?: unknown }).tasks !== 'object') {
     throw new Error(`${file} must hold an object with "tasks": {"<label>": {"requires": [...], "reruns": N, "task": {...}}} (the task-graph format, docs/formats.md)`);
   }
-  return value as Record<string, unknown>;
+  return applyDefaults(file, value as Record<string, unknown>);
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** `defaults` under `own`: objects merged key by key (at every depth), anything else (arrays too) taken from `own`. */
+export function mergeDefaults(defaults: Record<string, unknown>, own: Record<string, unknown>): Record<string, unknown> {
+  const out: [string, unknown][] = Object.entries(defaults).filter(([k]) => !Object.hasOwn(own, k));
+  for (const [k, v] of Object.entries(own)) out.push([k, isPlainObject(v) && isPlainObject(defaults[k]) ? mergeDefaults(defaults[k], v) : v]);
+  // entries, not assignments: a key may be "__proto__"
+  return Object.fromEntries(out);
+}
+
+/**
+ * A graph file's `defaults` (a file feature: the API never sees it): task fields every task gets unless it sets them
+ * itself, merged into objects such as `payload` key by key, e.g. `defaults: {provisionerId: tgs-dev, workerType:
+ * shell, payload: {maxRunTime: 600}}`.
+ */
+function applyDefaults(file: string, graph: Record<string, unknown>): Record<string, unknown> {
+  if (!('defaults' in graph)) return graph;
+  const { defaults, tasks, ...rest } = graph;
+  if (!isPlainObject(defaults)) throw new Error(`${file}: "defaults" must be an object of task fields every task gets (e.g. {"provisionerId": "tgs-dev", "workerType": "shell"})`);
+  const merged = Object.entries(tasks as Record<string, unknown>).map(([label, node]) =>
+    [label, isPlainObject(node) && isPlainObject(node.task) ? { ...node, task: mergeDefaults(defaults, node.task) } : node] as const,
+  );
+  return { ...rest, tasks: Object.fromEntries(merged) };
 }
 
 /** Who a graph's tasks name as owner when the file does not say: the local user at this host. */

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { registerApiCommand } from './commands/api.js';
 import { registerMigrateCommand } from './commands/migrate.js';
@@ -14,11 +15,18 @@ import { registerIndexCommand } from './commands/indexLookup.js';
 import { registerCacheCommand } from './commands/cache.js';
 import { registerHookCommand } from './commands/hook.js';
 import { registerDeadLettersCommand } from './commands/deadLetters.js';
+import { registerRoleCommand } from './commands/role.js';
+
+/** The package's version: package.json is two levels up from src/cli/ and from dist/cli/ alike. */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
 
 /** The `tgs` program: every command registers itself from src/cli/commands/<command>.ts. */
 export function buildProgram(): Command {
   const program = new Command('tgs')
     .description('tgs: a Taskcluster-compatible task queue and task-graph scheduler on Temporal')
+    .version(`tgs ${packageVersion()} (node ${process.version})`, '-V, --version', 'print the version of tgs and of node')
     .showHelpAfterError();
   registerApiCommand(program);
   registerMigrateCommand(program);
@@ -27,6 +35,7 @@ export function buildProgram(): Command {
   registerDevCommand(program);
   registerRelayCommand(program);
   registerClientCommand(program);
+  registerRoleCommand(program);
   registerShellWorkerCommand(program);
   registerGraphCommand(program);
   registerTaskCommand(program);

@@ -72,8 +72,9 @@ export async function migrate(pool: pg.Pool, log: (line: string) => void = () =>
         throw new Error(`migration ${migration.name} failed: ${(err as Error).message}`);
       }
       applied.push(migration.name);
-      log(`applied migration ${migration.name}`);
     }
+    // one line for a first start's whole schema, not one per file (a failure above names its migration)
+    if (applied.length) log(`applied ${applied.length} migration(s) (${applied.length > 1 ? `${applied[0]} … ${applied[applied.length - 1]}` : applied[0]})`);
   } finally {
     if (locked) await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
     await client.query('RESET statement_timeout').catch(() => undefined);

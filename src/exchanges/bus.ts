@@ -56,6 +56,11 @@ const NODE_CONNECT_TIMEOUT_MS = 5000;
  * fails only if every
  * node does, naming each node's error. The connection's `node` says which it reached.
  */
+/** What logs call the bus of `url`: `RabbitMQ`, or `the in-process bus` (tgs dev without AMQP_URL has no RabbitMQ). */
+export function busLabel(url: string): string {
+  return isMemoryBusUrl(url) ? 'the in-process bus' : 'RabbitMQ';
+}
+
 export async function connectBus(url: string, options: { connectionName?: string; after?: string; first?: string } = {}): Promise<BusConnection> {
   if (isMemoryBusUrl(url)) return Object.assign(await connectMemoryBus(url), { node: url });
   const nodes = busNodes(url);

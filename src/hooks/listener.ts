@@ -1,3 +1,4 @@
+import { busLabel } from '../exchanges/bus.js';
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { connectSession, type DbSession } from '../db/pool.js';
@@ -62,7 +63,7 @@ export async function startHookListener(options: {
   const env = { pool, config, temporal: options.temporal };
   const stats: HookListenerStats = { messages: 0, created: 0, alreadyFired: 0, refusedOrDeclined: 0, discarded: 0, unparsable: 0, requeued: 0 };
   const firing = new OutageLog(log, 'hook listener: firing hooks');
-  const bus = new BusReconnect({ url: config.amqpUrl, connectionName: 'tgs-hook-listener', what: 'hook listener: RabbitMQ', log, firstDelayMs: 200, maxDelayMs: 5000 });
+  const bus = new BusReconnect({ url: config.amqpUrl, connectionName: 'tgs-hook-listener', what: `hook listener: ${busLabel(config.amqpUrl)}`, log, firstDelayMs: 200, maxDelayMs: 5000 });
   let stopped = false;
   let connection: BusConnection | undefined;
   let channel: BusChannel | undefined;

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import { connectSession, createPool } from '../db/pool.js';
-import { sendTogether, type BusConfirmChannel, type BusConnection } from '../exchanges/bus.js';
+import { sendTogether, type BusConfirmChannel, type BusConnection, busLabel } from '../exchanges/bus.js';
 import { BusReconnect } from '../exchanges/busReconnect.js';
 import { declareExchanges } from '../exchanges/declare.js';
 import { allExchangeNames } from '../exchanges/exchanges.js';
@@ -107,7 +107,7 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
     url: config.amqpUrl,
     // named so operators (and tests) can find it in `rabbitmqctl list_connections`
     connectionName: options.connectionName ?? 'tgs-relay',
-    what: 'RabbitMQ',
+    what: busLabel(config.amqpUrl),
     log,
     firstDelayMs: 100,
     maxDelayMs: 5000,

@@ -85,16 +85,8 @@ export async function freePort(preferred?: number): Promise<number> {
  * no /proc to read. A server that lost its port to another process must not be taken for the one answering there.
  */
 export function listensOn(pid: number, port: number): boolean | undefined {
-  const inodes = new Set<string>();
   try {
-    for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
-      if (!existsSync(table)) continue;
-      for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
-        const fields = line.trim().split(/\s+/);
-        // local_address is HEXIP:HEXPORT; state 0A is LISTEN; field 9 is the socket's inode
-        if (fields.length > 9 && fields[3] === '0A' && parseInt(fields[1].split(':')[1], 16) === port) inodes.add(fields[9]);
-      }
-    }
+    const inodes = listeningInodes(port);
     for (const fd of readdirSync(`/proc/${pid}/fd`)) {
       const target = readlinkSafe(`/proc/${pid}/fd/${fd}`);
       if (target?.startsWith('socket:[') && inodes.has(target.slice('socket:['.length, -1))) return true;
@@ -105,7 +97,21 @@ export function listensOn(pid: number, port: number): boolean | undefined {
   }
 }
 
-function readlinkSafe(file: string): string | undefined {
+/** The inodes of the sockets listening on `port` (any address), from /proc/net/tcp and tcp6 (throws without /proc). */
+export function listeningInodes(port: number): Set<string> {
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    if (!existsSync(table)) continue;
+    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      // local_address is HEXIP:HEXPORT; state 0A is LISTEN; field 9 is the socket's inode
+      if (fields.length > 9 && fields[3] === '0A' && parseInt(fields[1].split(':')[1], 16) === port) inodes.add(fields[9]);
+    }
+  }
+  return inodes;
+}
+
+export function readlinkSafe(file: string): string | undefined {
   try {
     return readlinkSync(file);
   } catch {

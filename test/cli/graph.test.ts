@@ -154,7 +154,7 @@ test('submit --wait: a blocked graph exits 1 naming the blocking task with the t
   assert.equal(run.code, 1, run.stdout + run.stderr);
   const id = /task-graph (\S+) submitted/.exec(run.stdout)?.[1] as string;
   assert.match(run.stdout, /is blocked \(3 tasks: 1 completed, 1 unscheduled, 1 failed\)/);
-  assert.match(run.stdout, /blocking task: breaks \(\S{22}\), run 1 failed, 1 rerun\(s\) used up/);
+  assert.match(run.stdout, /blocking task: breaks \(\S{22}\), run 1 failed, exit code 2, 1 rerun\(s\) used up/);
   assert.match(run.stdout, /--- last 5 of \d+ lines of public\/logs\/live\.log \(run 1\) ---/);
   assert.match(run.stdout, /boom: no fixed file/);
   assert.doesNotMatch(run.stdout, /^line 30$/m, 'only the tail of the log');
@@ -200,7 +200,7 @@ test('errors say what to do next: unreachable server, no credentials, bad creden
   const unreachable = await tgs(['graph', 'submit', file, '--wait'], { TGS_ROOT_URL: 'http://127.0.0.1:9' });
   assert.equal(unreachable.code, 1);
   assert.match(unreachable.stderr, /cannot reach http:\/\/127\.0\.0\.1:9 .*is `tgs api` or `tgs dev` running/);
-  const statusUnreachable = await tgs(['graph', 'status', 'aaaaaaaaaaaaaaaaaaaaaa'], { TGS_ROOT_URL: 'http://127.0.0.1:9' });
+  const statusUnreachable = await tgs(['graph', 'status', slugid.nice()], { TGS_ROOT_URL: 'http://127.0.0.1:9' });
   assert.match(statusUnreachable.stderr, /cannot reach/);
   const anonymous = await tgs(['graph', 'submit', file], { TGS_CLIENT_ID: '', TGS_ACCESS_TOKEN: '' });
   assert.equal(anonymous.code, 1);

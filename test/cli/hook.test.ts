@@ -85,3 +85,51 @@ test('tgs hook: create from YAML, list, show, trigger, fires, pause, policy, rem
   assert.equal(gone.code, 1);
   assert.match(gone.stderr, /No such hook/);
 });
+
+test('hook create warns of a template JSON-e cannot render and of a role without the scopes, printing the grant; fire errors print as text', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tgs-hook-cli-'));
+  const hook = (name: string, command: string) => {
+    const file = join(dir, `${name}.yaml`);
+    writeFileSync(
+      file,
+      [
+        'metadata: {name: heartbeat, description: a beat, owner: ux@example.com}',
+        'schedule: []',
+        'task:',
+        '  provisionerId: tgs-cli',
+        '  workerType: beats',
+        `  payload: {command: ${JSON.stringify(command)}, maxRunTime: 60}`,
+        '  metadata: {name: beat, description: from a hook, owner: ux@example.com, source: "https://example.com"}',
+      ].join('\n'),
+    );
+    return file;
+  };
+  const shellVariable = await tgs(['hook', 'create', 'ux/shell', hook('shell', 'echo ${FIRED_BY}')]);
+  assert.equal(shellVariable.code, 0, shellVariable.stderr);
+  assert.match(shellVariable.stderr, /tgs: warning: its task template does not render .*write `\$\$\{VAR\}` to keep `\$\{VAR\}` for the shell/);
+
+  const noRole = await tgs(['hook', 'create', 'ux/heartbeat', hook('beat', 'echo $${FIRED_BY}')]);
+  assert.equal(noRole.code, 0, noRole.stderr);
+  assert.doesNotMatch(noRole.stderr, /does not render/);
+  assert.match(noRole.stderr, /the role hook-id:ux\/heartbeat, which lacks queue:scheduler-id:-, queue:create-task:lowest:tgs-cli\/beats: every fire would be refused/);
+  const grant = /^ {2}(tgs role grant .*)$/m.exec(noRole.stderr)?.[1] as string;
+  assert.equal(grant, 'tgs role grant hook-id:ux/heartbeat queue:scheduler-id:- queue:create-task:lowest:tgs-cli/beats');
+
+  // a fire before the grant is refused: its error prints as text, one line per line
+  const refused = await tgs(['hook', 'trigger', 'ux/heartbeat']);
+  assert.equal(refused.code, 1);
+  const fires = await tgs(['hook', 'fires', 'ux/heartbeat']);
+  assert.match(fires.stdout, /triggerHook\s+\S{22}\s+error:\n {4}\S/);
+  assert.doesNotMatch(fires.stdout, /\\n|"message"/);
+
+  const granted = await tgs(grant.split(' ').slice(1));
+  assert.equal(granted.code, 0, granted.stderr);
+  const again = await tgs(['hook', 'update', 'ux/heartbeat', hook('beat', 'echo $${FIRED_BY}')]);
+  assert.equal(again.code, 0, again.stderr);
+  assert.equal(again.stderr, '', 'no warning once the role grants what the task needs');
+  const fired = await tgs(['hook', 'trigger', 'ux/heartbeat']);
+  assert.equal(fired.code, 0, fired.stderr);
+  const taskId = /created task (\S+)/.exec(fired.stdout)?.[1] as string;
+  const created = await t.request('GET', `/api/queue/v1/task/${taskId}`);
+  assert.equal((created.body as { payload: { command: string } }).payload.command, 'echo ${FIRED_BY}');
+});

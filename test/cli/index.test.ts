@@ -46,3 +46,32 @@ test('index find prints the indexed task without credentials (the anonymous role
   assert.equal(bad.code, 1);
   assert.match(bad.stderr, /Invalid index path "cli\.\.bad"/);
 });
+
+test('index list shows the namespaces and the tasks under a namespace, the root without one', async () => {
+  const expires = new Date(Date.now() + 3600_000).toISOString();
+  const ids = [slugid.nice(), slugid.nice()];
+  for (const [i, path] of ['listing.app.v1', 'listing.app.v2'].entries()) {
+    const put = await t.request('PUT', `/api/index/v1/task/${path}`, { taskId: ids[i], rank: i, data: {}, expires });
+    assert.equal(put.status, 200, JSON.stringify(put.body));
+  }
+  await t.request('PUT', '/api/index/v1/task/listing.lib.latest', { taskId: slugid.nice(), rank: 0, data: {}, expires });
+  const env = { TGS_ROOT_URL: t.rootUrl };
+  const root = await tgs(['index', 'list'], env);
+  assert.equal(root.code, 0, root.stderr);
+  assert.match(root.stdout, /^listing\.\s+-/m);
+  const top = await tgs(['index', 'list', 'listing'], env);
+  assert.match(top.stdout, /^NAME\s+TASK ID\s+RANK\s+EXPIRES$/m);
+  assert.match(top.stdout, /^listing\.app\.\s+-\s+-/m);
+  assert.match(top.stdout, /^listing\.lib\.\s+-\s+-/m);
+  const app = await tgs(['index', 'list', 'listing.app'], env);
+  assert.match(app.stdout, new RegExp(`^listing\\.app\\.v1\\s+${ids[0]}\\s+0\\s`, 'm'));
+  assert.match(app.stdout, new RegExp(`^listing\\.app\\.v2\\s+${ids[1]}\\s+1\\s`, 'm'));
+  const json = JSON.parse((await tgs(['index', 'list', 'listing.app', '--json'], env)).stdout) as { tasks: { taskId: string }[] };
+  assert.deepEqual(json.tasks.map((x) => x.taskId), ids);
+  const empty = await tgs(['index', 'list', 'listing.none'], env);
+  assert.equal(empty.code, 0, empty.stderr);
+  assert.match(empty.stdout, /nothing is indexed under listing\.none/);
+  const bad = await tgs(['index', 'list', 'listing..x'], env);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /Invalid namespace "listing\.\.x"/);
+});

@@ -80,6 +80,10 @@ test('embedded tgs dev: a graph runs to finished with --workers 1; Ctrl-C stops 
   assert.match(out, /starting a Temporal dev server/);
   assert.match(out, new RegExp(`UI +${dev.rootUrl.replace(/[.]/g, '\\.')}/ui/`));
   assert.match(out, /Temporal UI +http:\/\/127\.0\.0\.1:\d+/);
+  assert.match(out, new RegExp(`Temporal CLI +/\\S+/temporal workflow list --address 127\\.0\\.0\\.1:${ports[3]}`));
+  // a quiet console: no fastify deprecation, one line for the first start's migrations
+  assert.doesNotMatch(out, /FastifyDeprecation|FSTDEP/);
+  assert.equal(out.match(/applied \d+ migration\(s\)/g)?.length, 1, out);
   assert.equal(dev.rootUrl, `http://127.0.0.1:${ports[1]}`, 'the API on the port asked for');
   assert.equal(dev.temporalAddress, `127.0.0.1:${ports[3]}`);
   assert.equal(dev.clientId, 'static/tgs/root');
@@ -119,8 +123,17 @@ test('embedded tgs dev: a graph runs to finished with --workers 1; Ctrl-C stops 
   assert.equal(second.code, 1, second.output);
   assert.match(second.output, new RegExp(`in use by process ${dev.child.pid}.*--data-dir`));
 
-  // Another data directory with the same (now taken) ports: it falls back to free ones.
-  const other = await start(['--data-dir', path.join(work, 'instance-2'), ...ports]);
+  // Another data directory with the same (now taken) API port given with --port: an error naming the port and who
+  // holds it, since a moved API would leave another shell's exported TGS_ROOT_URL on this instance.
+  const taken = await runDevToEnd(['--data-dir', path.join(work, 'instance-2'), ...ports], embeddedEnv());
+  assert.equal(taken.code, 1, taken.output);
+  assert.match(taken.output, new RegExp(`port ${ports[1]} is taken \\(pid ${dev.child.pid}: [^)]*\\): stop that, or give another --port`));
+  // Without --port, a data directory that used that port last tries the next ports in order, saying so; the
+  // Temporal ports (taken too) fall back to free ones.
+  writeFileSync(path.join(work, 'instance-2', 'api-port'), `${ports[1]}\n`);
+  const other = await start(['--data-dir', path.join(work, 'instance-2'), ...ports.slice(2)]);
+  assert.match(other.output(), new RegExp(`port ${ports[1]} is taken \\(pid ${dev.child.pid}: [^)]*\\); trying ${Number(ports[1]) + 1}`));
+  assert.ok(Number(new URL(other.rootUrl).port) > Number(ports[1]), other.rootUrl);
   assert.notEqual(other.rootUrl, dev.rootUrl);
   assert.notEqual(other.temporalAddress, dev.temporalAddress);
   const otherClient = new ApiClient(other.rootUrl, { clientId: other.clientId, accessToken: other.accessToken });
@@ -132,10 +145,14 @@ test('embedded tgs dev: a graph runs to finished with --workers 1; Ctrl-C stops 
   assert.equal(await dev.interrupt(), 0, dev.output());
   for (const c of temporalChildren) assert.equal(isRunning(c.pid), false, 'the Temporal dev server is gone after Ctrl-C');
   assert.match(dev.output(), /SIGINT, shutting down/);
+  // a stop reads as one: no error-like lines from parts that stopped as asked, and no RabbitMQ where there is none
+  assert.doesNotMatch(dev.output(), /Not running\. Current state|stopping the scheduler worker:|RabbitMQ/);
   assert.deepEqual(processesMentioning(dataDir), [], 'no process of this instance is left');
 
-  // Restart on the same data directory: same credentials, the graph and its tasks are still there.
-  const again = await start(['--data-dir', dataDir, '--workers', '1', ...UNSANDBOXED, ...(await devPorts())]);
+  // Restart on the same data directory without --port: same API port and credentials, so exported ones still work;
+  // the graph and its tasks are still there.
+  const again = await start(['--data-dir', dataDir, '--workers', '1', ...UNSANDBOXED, ...(await devPorts()).slice(2)]);
+  assert.equal(again.rootUrl, dev.rootUrl, 'the API port is kept in the data directory');
   assert.equal(again.accessToken, dev.accessToken, 'the root token is kept in the data directory');
   const againClient = new ApiClient(again.rootUrl, { clientId: again.clientId, accessToken: again.accessToken });
   assert.equal(await graphState(againClient, taskGraphId), 'finished');

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import slugid from 'slugid';
 import { loadConfig, ROOT_CLIENT_ID, type Config } from '../../config.js';
@@ -11,7 +12,7 @@ import { pgliteUrl } from '../../db/pglite.js';
 import { acquireDirLock } from '../../db/pgliteLock.js';
 import { ensureSearchAttributes } from '../../temporal/searchAttributes.js';
 import { createSchedulerWorker } from '../../processes/schedulerWorker.js';
-import { freePort, startDevServer, TGS_SEARCH_ATTRIBUTES, type DevServer } from '../../temporal/devServer.js';
+import { findTemporalCli, freePort, startDevServer, TGS_SEARCH_ATTRIBUTES, type DevServer } from '../../temporal/devServer.js';
 import { ensureStaticClient } from '../../auth/clients.js';
 import { prepareDataDir, rootAccessToken } from '../devDataDir.js';
 import type { TgsCredentials } from '../../client/http.js';
@@ -21,6 +22,7 @@ import { Progress } from '../progress.js';
 import { startShellWorker, type IsolationMode, type NetworkMode, type ShellWorker } from '../../shellWorker/index.js';
 import { LIVE_LOG } from '../../queue/liveLogName.js';
 import { onShutdown } from '../shutdown.js';
+import { portHolder } from '../portHolder.js';
 import { DEV_TEMPORAL_CLIENT_ID, ensureDevTemporalClient } from '../../scheduler/temporalNativeAuth.js';
 import { configureLogging, lineLogger, logger, type LogFormat } from '../../log.js';
 import { logFormatFromEnv } from '../../config.js';
@@ -36,8 +38,14 @@ export const DEV_WORKER_CLIENT_ID = 'static/tgs/dev-workers';
 export const DEV_WORKER_GROUP = 'tgs-dev';
 export const DEV_WORKER_SCOPES = [`queue:claim-work:${DEV_PROVISIONER_ID}/${DEV_WORKER_TYPE}`, `queue:worker-id:${DEV_WORKER_GROUP}/*`];
 
+/** How often a part that has not stopped yet says so while tgs dev stops. */
+const STOP_PROGRESS_MS = 3000;
+
+/** The API port of a first `tgs dev` on a data directory. */
+const DEFAULT_API_PORT = 8080;
+
 export interface DevOptions {
-  port: string;
+  port?: string;
   temporalPort: string;
   uiPort: string;
   dataDir: string;
@@ -101,17 +109,38 @@ async function startTemporal(opts: DevOptions, dataDir: string): Promise<DevServ
   }
 }
 
-/** Listens on the preferred port, or on a free one when it is taken (also when taken meanwhile). */
-async function listenApi(api: ApiApp, config: Config, preferred: number): Promise<string> {
-  config.port = await freePort(preferred);
-  for (let attempt = 1; ; attempt++) {
+/** Where a data directory keeps the API port it listened on last, so a restart keeps the exported TGS_ROOT_URL. */
+const portFile = (dataDir: string) => path.join(dataDir, 'api-port');
+
+function rememberedPort(dataDir: string): number | undefined {
+  if (!existsSync(portFile(dataDir))) return undefined;
+  const port = Number(readFileSync(portFile(dataDir), 'utf8').trim());
+  return Number.isInteger(port) && port > 0 && port <= 65535 ? port : undefined;
+}
+
+/** How many ports after the preferred one a start tries, in order, before it gives up. */
+const PORTS_TRIED = 20;
+
+/**
+ * Listens on the preferred port; when it is taken, says so (and by whom, when /proc tells) and tries the next ones
+ * in order, since a random port would change at every restart and leave another shell's exported TGS_ROOT_URL on
+ * another instance. A port given with --port is the user's: taken, it is an error.
+ */
+async function listenApi(api: ApiApp, config: Config, preferred: number, explicit: boolean, dataDir: string): Promise<string> {
+  for (let port = preferred; port < preferred + PORTS_TRIED && port <= 65535; port++) {
+    config.port = port;
     try {
-      return await api.listen();
+      const url = await api.listen();
+      writeFileSync(portFile(dataDir), `${port}\n`);
+      return url;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 3) throw err;
-      config.port = await freePort();
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+      const who = portHolder(port);
+      if (explicit) throw new Error(`port ${port} is taken${who}: stop that, or give another --port (without --port, tgs dev tries the next ports)`);
+      console.log(`tgs dev: port ${port} is taken${who}; trying ${port + 1}`);
     }
   }
+  throw new Error(`ports ${preferred}-${preferred + PORTS_TRIED - 1} are all taken: give a free one with --port`);
 }
 
 type GraphEnd = 'finished' | 'blocked' | 'canceled' | 'terminated' | 'failed';
@@ -173,7 +202,7 @@ export function registerDevCommand(program: Command): void {
   program
     .command('dev')
     .description('run everything in one process: Temporal dev server, API, relay, bridge, scheduler worker, shell workers')
-    .option('--port <port>', 'API port (taken: a free one is used)', '8080')
+    .option('--port <port>', `API port (default: the one this data directory used last, else ${DEFAULT_API_PORT}, or the next free one after it; a --port that is taken is an error)`)
     .option('--temporal-port <port>', 'Temporal dev server port (taken: a free one is used)', '7233')
     .option('--ui-port <port>', 'Temporal Web UI port (taken: a free one is used)', '8233')
     .option('--data-dir <dir>', 'state of this instance: embedded database, Temporal history, root token (one tgs dev per directory)', '.tgs')
@@ -189,7 +218,12 @@ export function registerDevCommand(program: Command): void {
       const stop = () =>
         (stopping ??= (async () => {
           for (const { name, run } of cleanups.reverse()) {
-            await run().catch((err: unknown) => console.error(`tgs dev: stopping ${name}: ${(err as Error).message}`));
+            // a part that takes its time (the scheduler worker drains its activities: 19.5 s in a review) says so
+            const started = Date.now();
+            const progress = setInterval(() => console.log(`tgs dev: stopping ${name} (${Math.round((Date.now() - started) / 1000)} s so far)`), STOP_PROGRESS_MS);
+            await run()
+              .catch((err: unknown) => console.error(`tgs dev: stopping ${name}: ${(err as Error).message}`))
+              .finally(() => clearInterval(progress));
           }
         })());
       try {
@@ -213,7 +247,6 @@ async function runDev(
   const env = process.env;
   const workers = positiveInt(opts.workers, '--workers', 0);
   if (opts.exit && opts.submit.length === 0) throw new Error('--exit needs at least one --submit FILE');
-  const apiPreferred = positiveInt(opts.port, '--port', 1);
   const dataDir = path.resolve(opts.dataDir);
   prepareDataDir(dataDir);
   const lock = acquireDirLock(
@@ -259,7 +292,8 @@ async function runDev(
   if (embeddedDb) console.log(`tgs dev: embedded database (PGlite) in ${path.join(dataDir, 'pglite')}`);
   const api = await buildApi(config, { logger: logger('api') });
   cleanups.push({ name: 'the API', run: () => api.close() });
-  await listenApi(api, config, apiPreferred);
+  const explicitPort = opts.port !== undefined;
+  await listenApi(api, config, explicitPort ? positiveInt(opts.port as string, '--port', 1) : (rememberedPort(dataDir) ?? DEFAULT_API_PORT), explicitPort, dataDir);
   if (!env.TGS_ROOT_URL) config.rootUrl = `http://127.0.0.1:${config.port}`;
 
   // The bridge's queue must exist before the relay publishes: the in-process bus, like RabbitMQ, drops
@@ -292,7 +326,9 @@ async function runDev(
   cleanups.push({
     name: 'the scheduler worker',
     run: async () => {
-      worker.shutdown();
+      // the SDK stops its worker on SIGINT/SIGTERM by itself: asking a stopped one again threw "Not running. Current
+      // state: STOPPED", printed as if stopping had failed
+      if (worker.getState() === 'RUNNING') worker.shutdown();
       await running;
       await connection.close();
     },
@@ -333,6 +369,8 @@ async function runDev(
   console.log(`  UI             ${config.rootUrl}/ui/`);
   console.log(`  UI sign-in     ${signIn}`);
   if (temporal?.uiPort) console.log(`  Temporal UI    http://127.0.0.1:${temporal.uiPort}`);
+  const temporalCli = findTemporalCli();
+  if (temporalCli) console.log(`  Temporal CLI   ${temporalCli} workflow list --address ${temporalAddress}${config.temporalNamespace === 'default' ? '' : ` --namespace ${config.temporalNamespace}`}`);
   if (metrics) console.log(`  metrics        ${metrics.url}/metrics`);
   console.log(
     `  Temporal       ${temporalAddress} (${temporal ? 'dev server started by tgs dev' : 'TEMPORAL_ADDRESS'}; namespace ${config.temporalNamespace}, task queue ${config.temporalTaskQueue})`,

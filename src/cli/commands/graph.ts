@@ -2,12 +2,17 @@ import type { Command } from 'commander';
 import path from 'node:path';
 import slugid from 'slugid';
 import { requireCredentials, resolveCredentials } from '../../client/credentials.js';
-import { GraphNotFinishedError, TgsClient, type AmendedGraph, type GraphInfo, type GraphTask, type TaskGraph, type TaskGraphNode } from '../../client/tgsClient.js';
-import { LIVE_LOG } from '../../queue/liveLogName.js';
+import { TgsClient, type AmendedGraph, type GraphInfo, type GraphTask, type TaskGraph, type TaskGraphNode } from '../../client/tgsClient.js';
 import { defaultOwner, readGraphFile, withTaskDefaults } from '../graphFile.js';
-import { countsLine, elapsed, Progress } from '../progress.js';
-import { printGraphExplanation } from '../explanation.js';
+import { countsLine } from '../progress.js';
+import { waitAndReport, type WaitOptions } from '../waitGraph.js';
+import { nextGraphCommand, printGraphExplanation } from '../explanation.js';
+import { inspectOne } from '../graphTask.js';
+import { checkPools, checkShellPayloads, lintGraph, poolsOf } from '../graphCheck.js';
 import { withClient } from '../withClient.js';
+import { withIds } from '../ids.js';
+import { registerGraphListCommand } from './graphList.js';
+import { registerGraphLogsCommand } from './graphLogs.js';
 
 /** An amend's answer for people: what each class holds, what (would) run again, and what became of the graph. */
 function printAmend(a: AmendedGraph): void {
@@ -26,58 +31,26 @@ function printAmend(a: AmendedGraph): void {
   if (!a.dryRun) console.log(`it is ${a.state}`);
 }
 
-/** Prints why the graph did not finish: the blocking tasks, their run's reason and the tail of their log. */
-async function reportNotFinished(client: TgsClient, err: GraphNotFinishedError, tailLines: number): Promise<void> {
-  if (err.state === 'canceled') {
-    console.log(`task-graph ${err.taskGraphId} was canceled${err.info.stateReason ? ` (${err.info.stateReason})` : ''} (${countsLine(err.info)})`);
-    return;
-  }
-  if (err.state === 'terminated') {
-    console.log(`task-graph ${err.taskGraphId} is terminated${err.info.stateReason ? ` (${err.info.stateReason})` : ''} (${countsLine(err.info)})`);
-    console.log(`Resume it: tgs graph resume ${err.taskGraphId}`);
-    return;
-  }
-  const blocking = err.blocking;
-  console.log(`task-graph ${err.taskGraphId} is blocked (${countsLine(err.info)})`);
-  for (const task of blocking.slice(0, 3)) {
-    const status = await client.taskStatus(task.taskId).catch(() => undefined);
-    const run = status?.runs[status.runs.length - 1];
-    const how = run ? `run ${run.runId} ${run.state}${run.reasonResolved && run.reasonResolved !== run.state ? ` (${run.reasonResolved})` : ''}` : task.state;
-    console.log('');
-    console.log(`blocking task: ${task.label} (${task.taskId}), ${how}${task.reruns > 0 ? `, ${task.reruns} rerun(s) used up` : ''}`);
-    try {
-      const log = (await client.artifact(task.taskId, LIVE_LOG, run ? { runId: run.runId } : {})).data.toString('utf8');
-      const lines = log.replace(/\n$/, '').split('\n');
-      const tail = lines.slice(-tailLines);
-      console.log(`--- ${tail.length < lines.length ? `last ${tail.length} of ${lines.length} lines` : 'all lines'} of ${LIVE_LOG}${run ? ` (run ${run.runId})` : ''} ---`);
-      console.log(tail.join('\n'));
-      console.log('---');
-    } catch (e) {
-      console.log(`(no ${LIVE_LOG}: ${(e as Error).message})`);
-    }
-  }
-  if (blocking.length > 3) console.log(`\n… and ${blocking.length - 3} more blocking task(s): tgs graph status ${err.taskGraphId}`);
-  const first = blocking[0];
-  if (first) {
-    console.log('');
-    console.log(`Full log: tgs task log ${first.taskId}`);
-    console.log(`Rerun it: tgs graph rerun ${err.taskGraphId} ${first.label}`);
-  }
-}
-
-/** Waits with live progress; exit code 0 when finished, 1 when blocked or canceled. */
-async function waitAndReport(client: TgsClient, taskGraphId: string, tailLines: number): Promise<void> {
-  const progress = new Progress(client, taskGraphId, process.stdout);
-  const started = Date.now();
-  try {
-    const info = await client.waitForGraph(taskGraphId, { onProgress: (i) => progress.update(i) });
-    console.log(`task-graph ${taskGraphId} finished: ${info.counts.completed ?? 0} of ${info.taskCount} tasks completed in ${elapsed(Date.now() - started)}`);
-  } catch (err) {
-    if (!(err instanceof GraphNotFinishedError)) throw err;
-    await reportNotFinished(client, err, tailLines);
-    console.error(`tgs: ${err.message}`);
-    process.exitCode = 1;
-  }
+/**
+ * What submit checks first (src/cli/graphCheck.ts), printed before the API answers: errors (which the API refuses
+ * too, without "did you mean") and warnings (which it accepts).
+ * `full` (--check) adds the shell worker's payload schema and says when all is well. The queue's view of the pools is
+ * best effort: a client that may not list workers still submits.
+ */
+async function checkBeforeSubmit(client: TgsClient, graph: TaskGraph, full: boolean): Promise<boolean> {
+  const { errors, warnings } = lintGraph(graph as unknown as Record<string, unknown>);
+  const pools = poolsOf(graph.tasks);
+  const queue = await checkPools(client, pools).catch((err: unknown) => {
+    if (full) warnings.push(`the queue's workers could not be read (${(err as Error).message.split('\n')[0]}): pools and payloads not checked`);
+    return undefined;
+  });
+  if (queue) warnings.push(...queue.warnings);
+  if (full && queue) errors.push(...checkShellPayloads(graph.tasks, queue.shellPools));
+  for (const w of warnings) console.error(`tgs: warning: ${w}`);
+  // every error here the API refuses too, naming every problem it finds: these lines add the closest names
+  for (const e of errors) console.error(`tgs: error: ${e}`);
+  if (full) console.log(errors.length ? `${errors.length} error(s), ${warnings.length} warning(s): fix the errors before submitting` : `${Object.keys(graph.tasks).length} task(s) checked: ${warnings.length ? `${warnings.length} warning(s), ` : ''}no errors`);
+  return errors.length === 0;
 }
 
 function printInfo(info: GraphInfo, url: string): void {
@@ -102,35 +75,60 @@ function printTasks(tasks: GraphTask[]): void {
   }
 }
 
-interface SubmitOptions {
+/** The options every `--wait` takes. */
+interface WaitFlags {
+  tail: string;
+  failFast?: boolean;
+  whyAfter: string;
+}
+
+function waitOptions(opts: WaitFlags): WaitOptions {
+  return { tailLines: Number(opts.tail), failFast: opts.failFast, whyAfterMs: Number(opts.whyAfter) * 1000, unreachableForMs: UNREACHABLE_FOR_MS };
+}
+
+/**
+ * How long `--wait` keeps trying an API it cannot reach: a `tgs dev` restarted with Ctrl-C and up again takes about
+ * 25 s (19.5 s to stop and 5 s to start in the review of 2026-11-28); two minutes leaves room for a slow machine.
+ */
+const UNREACHABLE_FOR_MS = 120_000;
+
+const WAIT_HELP = 'show progress until nothing more can run: exit 0 when the graph finished, 1 when it is blocked (every failure listed) or canceled';
+
+function addWaitOptions(command: Command): Command {
+  return command
+    .option('--tail <lines>', 'with --wait: how many lines of a failed task\'s log to print', '30')
+    .option('--fail-fast', 'with --wait: stop at the first failure, while other tasks may still run')
+    .option('--why-after <seconds>', 'with --wait: when tasks have waited this long and none runs, print `tgs graph why`', '10');
+}
+
+interface SubmitOptions extends WaitFlags {
   wait?: boolean;
+  check?: boolean;
   /** false with --no-cache */
   cache: boolean;
   refreshCache?: boolean;
   id?: string;
   json?: boolean;
-  tail: string;
 }
-
-const tailOption = ['--tail <lines>', 'with --wait: how many lines of a blocking task\'s log to print', '30'] as const;
 
 export function registerGraphCommand(program: Command): void {
   const graph = program
     .command('graph')
     .description('submit and watch task-graphs through the scheduler API; uses TGS_ROOT_URL, TGS_CLIENT_ID, TGS_ACCESS_TOKEN');
+  registerGraphListCommand(graph);
+  registerGraphLogsCommand(graph);
 
-  graph
-    .command('submit <file>')
+  addWaitOptions(graph.command('submit <file>'))
     .description(
       'submit a task-graph file (docs/formats.md, JSON or YAML) and print its id and page. Tasks may leave out created ' +
         '(now), deadline (now + 1 day) and metadata; {"$fromNow": "2 hours"} anywhere becomes a date',
     )
-    .option('--wait', 'show progress until the graph finishes (exit 0), blocks or is canceled (exit 1)')
+    .option('--wait', WAIT_HELP)
     .option('--id <taskGraphId>', 'the taskGraphId to use (a slugid; default: a new one)')
     .option('--no-cache', 'run every cached node, and write no cache entry (the graph\'s cacheMode off)')
     .option('--refresh-cache', 'run every cached node and overwrite its cache entry (cacheMode refresh)')
     .option('--json', 'print the API answer as JSON')
-    .option(...tailOption)
+    .option('--check', 'only check the file: its labels and keys, its pools (workers there?), and the payloads of tasks for shell workers; submit nothing')
     .action(async (file: string, opts: SubmitOptions) => {
       const resolved = requireCredentials();
       const taskGraphId = opts.id ?? slugid.nice();
@@ -149,21 +147,24 @@ export function registerGraphCommand(program: Command): void {
           description: graphMeta.name ? `a task of ${graphMeta.name}` : undefined,
         }),
       };
+      const ready = await checkBeforeSubmit(client, graphBody, Boolean(opts.check));
+      if (opts.check) {
+        if (!ready) process.exitCode = 1;
+        return;
+      }
       const submitted = await withClient(resolved, (c) => c.submitGraph(graphBody, { taskGraphId }));
       if (opts.json) console.log(JSON.stringify(submitted, null, 2));
       else {
         console.log(`task-graph ${taskGraphId} submitted (${submitted.tasks.length} tasks)`);
         console.log(`  ${client.graphUrl(taskGraphId)}`);
       }
-      if (opts.wait) await withClient(resolved, (c) => waitAndReport(c, taskGraphId, Number(opts.tail)));
+      if (opts.wait) await withClient(resolved, (c) => waitAndReport(c, taskGraphId, waitOptions(opts)));
     });
 
-  graph
-    .command('wait <taskGraphId>')
-    .description('show progress until the graph finishes (exit 0), blocks or is canceled (exit 1)')
-    .option(...tailOption)
-    .action(async (taskGraphId: string, opts: { tail: string }) => {
-      await withClient(resolveCredentials(), (c) => waitAndReport(c, taskGraphId, Number(opts.tail)));
+  addWaitOptions(graph.command('wait <taskGraphId>'))
+    .description(WAIT_HELP)
+    .action(async (taskGraphId: string, opts: WaitFlags) => {
+      await withIds(resolveCredentials(), { taskGraphId }, (c) => waitAndReport(c, taskGraphId, waitOptions(opts)));
     });
 
   graph
@@ -171,8 +172,7 @@ export function registerGraphCommand(program: Command): void {
     .description('state, task counts by state and blocking tasks')
     .option('--json', 'print the API answer as JSON')
     .action(async (taskGraphId: string, opts: { json?: boolean }) => {
-      const resolved = resolveCredentials();
-      await withClient(resolved, async (c) => {
+      await withIds(resolveCredentials(), { taskGraphId }, async (c) => {
         const info = await c.graphInfo(taskGraphId);
         if (opts.json) {
           console.log(JSON.stringify(info, null, 2));
@@ -189,9 +189,16 @@ export function registerGraphCommand(program: Command): void {
     .option('--json', 'print the API answer as JSON')
     .option('--limit <n>', 'root causes to show (at most 999)', '20')
     .action(async (taskGraphId: string, opts: { json?: boolean; limit: string }) => {
-      const explanation = await withClient(resolveCredentials(), (c) => c.explainGraph(taskGraphId, Number(opts.limit)));
-      if (opts.json) console.log(JSON.stringify(explanation, null, 2));
-      else printGraphExplanation(explanation);
+      await withIds(resolveCredentials(), { taskGraphId }, async (c) => {
+        const explanation = await c.explainGraph(taskGraphId, Number(opts.limit));
+        if (opts.json) {
+          console.log(JSON.stringify(explanation, null, 2));
+          return;
+        }
+        printGraphExplanation(explanation);
+        const next = await nextGraphCommand(c, explanation);
+        if (next) console.log(`Run next: ${next}`);
+      });
     });
 
   graph
@@ -199,9 +206,9 @@ export function registerGraphCommand(program: Command): void {
     .description('every task of the graph (label, taskId, state, reruns used, requires), or one task')
     .option('--json', 'print the API answer as JSON')
     .action(async (taskGraphId: string, taskIdOrLabel: string | undefined, opts: { json?: boolean }) => {
-      await withClient(resolveCredentials(), async (c) => {
+      await withIds(resolveCredentials(), { taskGraphId }, async (c) => {
         if (taskIdOrLabel !== undefined) {
-          const task = await c.inspect(taskGraphId, taskIdOrLabel);
+          const task = await inspectOne(c, taskGraphId, taskIdOrLabel);
           if (opts.json) console.log(JSON.stringify(task, null, 2));
           else {
             console.log(`label        ${task.label}`);
@@ -226,7 +233,7 @@ export function registerGraphCommand(program: Command): void {
     .action(async (taskGraphId: string, file: string, opts: { json?: boolean }) => {
       const resolved = requireCredentials();
       const body = readGraphFile(file);
-      await withClient(resolved, async (c) => {
+      await withIds(resolved, { taskGraphId }, async (c) => {
         const tasks = withTaskDefaults(body.tasks as Record<string, TaskGraphNode>, { now: Date.now(), owner: defaultOwner(), source: c.graphUrl(taskGraphId) });
         const extended = await c.extendGraph(taskGraphId, { tasks });
         if (opts.json) console.log(JSON.stringify(extended, null, 2));
@@ -253,36 +260,32 @@ export function registerGraphCommand(program: Command): void {
       });
     });
 
-  graph
-    .command('rerun <taskGraphId> <taskIdOrLabel>')
+  addWaitOptions(graph.command('rerun <taskGraphId> <taskIdOrLabel>'))
     .description('rerun a resolved task of the graph (the graph tracks it; a blocked graph runs again)')
     .option('--reset-dependents', 'also rerun its dependents that already resolved, after it completes')
-    .option('--wait', 'then show progress until the graph finishes (exit 0), blocks or is canceled (exit 1)')
-    .option(...tailOption)
-    .action(async (taskGraphId: string, taskIdOrLabel: string, opts: { resetDependents?: boolean; wait?: boolean; tail: string }) => {
+    .option('--wait', `then ${WAIT_HELP}`)
+    .action(async (taskGraphId: string, taskIdOrLabel: string, opts: WaitFlags & { resetDependents?: boolean; wait?: boolean }) => {
       const resolved = requireCredentials();
-      await withClient(resolved, async (c) => {
+      await withIds(resolved, { taskGraphId }, async (c) => {
         await c.rerun(taskGraphId, taskIdOrLabel, { resetDependents: opts.resetDependents });
         console.log(`rerun of ${taskIdOrLabel} accepted${opts.resetDependents ? ' (its resolved dependents follow)' : ''}`);
         if (opts.wait) {
           // the graph leaves `blocked` once the workflow has handled the rerun
           for (let i = 0; i < 50 && (await c.graphStatus(taskGraphId)).state === 'blocked'; i++) await new Promise((r) => setTimeout(r, 100));
-          await waitAndReport(c, taskGraphId, Number(opts.tail));
+          await waitAndReport(c, taskGraphId, waitOptions(opts));
         }
       });
     });
 
-  graph
-    .command('resume <taskGraphId>')
+  addWaitOptions(graph.command('resume <taskGraphId>'))
     .description('start the workflow of a terminated graph again (its workflow closed before it ended); completed tasks do not run again')
-    .option('--wait', 'then show progress until the graph finishes (exit 0), blocks or is canceled (exit 1)')
-    .option(...tailOption)
-    .action(async (taskGraphId: string, opts: { wait?: boolean; tail: string }) => {
+    .option('--wait', `then ${WAIT_HELP}`)
+    .action(async (taskGraphId: string, opts: WaitFlags & { wait?: boolean }) => {
       const resolved = requireCredentials();
-      await withClient(resolved, async (c) => {
+      await withIds(resolved, { taskGraphId }, async (c) => {
         const status = await c.resume(taskGraphId);
         console.log(`task-graph ${taskGraphId} resumed: it is ${status.state}`);
-        if (opts.wait) await waitAndReport(c, taskGraphId, Number(opts.tail));
+        if (opts.wait) await waitAndReport(c, taskGraphId, waitOptions(opts));
       });
     });
 
@@ -291,7 +294,7 @@ export function registerGraphCommand(program: Command): void {
     .description('cancel every unresolved task of the graph')
     .action(async (taskGraphId: string) => {
       const resolved = requireCredentials();
-      const status = await withClient(resolved, (c) => c.cancel(taskGraphId));
+      const status = await withIds(resolved, { taskGraphId }, (c) => c.cancel(taskGraphId));
       console.log(`task-graph ${taskGraphId} is ${status.state}`);
     });
 }

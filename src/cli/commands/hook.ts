@@ -3,7 +3,9 @@ import type { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { requireCredentials, resolveCredentials, type ResolvedCredentials } from '../../client/credentials.js';
 import { DurationError, parseDuration } from '../../duration.js';
+import { pastTime } from '../pastTime.js';
 import { withClient } from '../withClient.js';
+import { hookWarnings } from '../hookCheck.js';
 
 /**
  * `tgs hook …`: the Hooks service (docs/formats.md § Hooks) — hooks created from a file, listed, shown, triggered,
@@ -32,16 +34,15 @@ function readHookFile(file: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-/** A date (`2026-11-20T00:00:00Z`) or a duration ago (`3d`, `12h`). */
-function pastTime(value: string, option: string): string {
+/** A fire's error as text: the API records it as JSON ({code, statusCode, message}); its message, lines and all. */
+function fireError(recorded: string): string {
   try {
-    return new Date(Date.now() - parseDuration(value)).toISOString();
-  } catch (err) {
-    if (!(err instanceof DurationError)) throw err;
+    const e = JSON.parse(recorded) as { code?: string; message?: string };
+    if (typeof e.message === 'string') return `${e.code ? `${e.code}: ` : ''}${e.message}`.trimEnd();
+  } catch {
+    // not JSON: shown as it is
   }
-  const date = new Date(value);
-  if (!/^\d{4}-\d{2}-\d{2}/.test(value) || Number.isNaN(date.getTime())) throw new Error(`${option} ${JSON.stringify(value)}: give a date (2026-11-20T00:00:00Z) or a duration ago (3d, 12h)`);
-  return date.toISOString();
+  return recorded.trimEnd();
 }
 
 const call = <T = any>(resolved: ResolvedCredentials, method: string, path: string, body?: unknown) =>
@@ -105,9 +106,16 @@ export function registerHookCommand(program: Command): void {
       .description(`${what} from a file (JSON or YAML: metadata, schedule, task, triggerSchema; docs/formats.md § Hooks)`)
       .action(async (ref: string, file: string) => {
         const resolved = requireCredentials();
-        await call(resolved, method, hookPath(ref), readHookFile(file));
+        const definition = readHookFile(file);
+        await call(resolved, method, hookPath(ref), definition);
         console.log(`hook ${ref} ${verb}d`);
         showSchedule(await call<ScheduleView>(resolved, 'GET', `${hookPath(ref)}/schedule`));
+        const slash = ref.indexOf('/');
+        // best effort: a client that may not expand scopes still created the hook
+        const warnings = await withClient(resolved, (c) => hookWarnings(c, ref.slice(0, slash), ref.slice(slash + 1), definition.task as Record<string, unknown>)).catch(
+          (err: unknown) => [`its role's scopes could not be checked: ${(err as Error).message.split('\n')[0]}`],
+        );
+        for (const w of warnings) console.error(`tgs: warning: ${w}`);
       });
   }
 
@@ -145,8 +153,8 @@ export function registerHookCommand(program: Command): void {
         `${hookPath(ref)}/last-fires?limit=${encodeURIComponent(opts.limit)}`,
       );
       for (const f of lastFires) {
-        const outcome = f.result === 'success' ? f.taskState : `error: ${f.error.split('\n').find((l) => l.includes('"message"'))?.trim() ?? f.error.split('\n')[0]}`;
-        console.log(`${f.taskCreateTime}  ${f.firedBy.padEnd(20)}  ${f.taskId}  ${outcome}`);
+        console.log(`${f.taskCreateTime}  ${f.firedBy.padEnd(20)}  ${f.taskId}  ${f.result === 'success' ? f.taskState : 'error:'}`);
+        if (f.result !== 'success') console.log(fireError(f.error).replace(/^/gm, '    '));
       }
     });
 

@@ -11,8 +11,9 @@ export function registerMigrateCommand(program: Command): void {
       await ensureDatabase(loadConfig().databaseUrl);
       const pool = createPool(loadConfig().databaseUrl, 1);
       try {
+        // migrate() says what it applied, in one line
         const applied = await migrate(pool, (line) => console.log(line));
-        console.log(applied.length ? `applied ${applied.length} migration(s)` : 'database is up to date');
+        if (applied.length === 0) console.log('database is up to date');
       } finally {
         await pool.end();
       }

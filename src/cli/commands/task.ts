@@ -1,12 +1,13 @@
 import type { Command } from 'commander';
 import { writeFileSync } from 'node:fs';
 import { requireCredentials, resolveCredentials } from '../../client/credentials.js';
-import { TgsApiError } from '../../client/http.js';
 import type { TaskRun, TaskStatus, TgsClient } from '../../client/tgsClient.js';
 import { LIVE_LOG } from '../../queue/liveLogName.js';
 import { isResolved } from '../../taskStates.js';
-import { withClient } from '../withClient.js';
-import { printTaskExplanation } from '../explanation.js';
+import { withIds } from '../ids.js';
+import { readLog } from '../liveLog.js';
+import { inspectOne } from '../graphTask.js';
+import { failedTaskDetail, printTaskExplanation } from '../explanation.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -44,16 +45,6 @@ function pickRun(status: TaskStatus, wanted: number | undefined): TaskRun | unde
   const run = status.runs[wanted];
   if (!run) throw new Error(`task ${status.taskId} has no run ${wanted} (it has ${status.runs.length})`);
   return run;
-}
-
-/** The live log of a run, or undefined while nothing has been uploaded yet. */
-async function readLog(client: TgsClient, taskId: string, run: number): Promise<Buffer | undefined> {
-  try {
-    return (await client.artifact(taskId, LIVE_LOG, { runId: run })).data;
-  } catch (err) {
-    if (err instanceof TgsApiError && err.status === 404) return undefined;
-    throw err;
-  }
 }
 
 /**
@@ -108,7 +99,7 @@ export function registerTaskCommand(program: Command): void {
     .description('state and runs of a task')
     .option('--json', 'print the API answer as JSON')
     .action(async (taskId: string, opts: { json?: boolean }) => {
-      const status = await withClient(resolveCredentials(), (c) => c.taskStatus(taskId));
+      const status = await withIds(resolveCredentials(), { taskId }, (c) => c.taskStatus(taskId));
       if (opts.json) console.log(JSON.stringify(status, null, 2));
       else printStatus(status);
     });
@@ -118,18 +109,28 @@ export function registerTaskCommand(program: Command): void {
     .description('why the task is not running (yet): each blocker and the action that clears it')
     .option('--json', 'print the API answer as JSON')
     .action(async (taskId: string, opts: { json?: boolean }) => {
-      const explanation = await withClient(resolveCredentials(), (c) => c.explainTask(taskId));
-      if (opts.json) console.log(JSON.stringify(explanation, null, 2));
-      else printTaskExplanation(explanation);
+      await withIds(resolveCredentials(), { taskId }, async (c) => {
+        const explanation = await c.explainTask(taskId);
+        if (opts.json) {
+          console.log(JSON.stringify(explanation, null, 2));
+          return;
+        }
+        printTaskExplanation(explanation);
+        for (const line of await failedTaskDetail(c, explanation)) console.log(line);
+      });
     });
 
   task
-    .command('log <taskId>')
-    .description(`print the task's ${LIVE_LOG} (latest run unless --run)`)
+    .command('log <taskIdOrTaskGraphId> [label]')
+    .description(`print a task's ${LIVE_LOG} (latest run unless --run): by taskId, or by task-graph id and label`)
     .option('-f, --follow', 'keep printing as the log grows, until the run (and any retry) resolves')
     .option('--run <runId>', 'which run')
-    .action(async (taskId: string, opts: { follow?: boolean; run?: string }) => {
-      await withClient(resolveCredentials(), (c) => printLog(c, taskId, runId(opts.run), Boolean(opts.follow)));
+    .action(async (id: string, label: string | undefined, opts: { follow?: boolean; run?: string }) => {
+      const ids = label === undefined ? { taskId: id } : { taskGraphId: id };
+      await withIds(resolveCredentials(), ids, async (c) => {
+        const taskId = label === undefined ? id : (await inspectOne(c, id, label)).taskId;
+        await printLog(c, taskId, runId(opts.run), Boolean(opts.follow));
+      });
     });
 
   task
@@ -141,7 +142,7 @@ export function registerTaskCommand(program: Command): void {
     .option('--json', 'print the list as JSON')
     .action(async (taskId: string, opts: { run?: string; get?: string; output?: string; json?: boolean }) => {
       const run = runId(opts.run);
-      await withClient(resolveCredentials(), async (c) => {
+      await withIds(resolveCredentials(), { taskId }, async (c) => {
         if (opts.get) {
           const { data } = await c.artifact(taskId, opts.get, { runId: run });
           if (opts.output) writeFileSync(opts.output, data);
@@ -169,7 +170,7 @@ export function registerTaskCommand(program: Command): void {
     .command('rerun <taskId>')
     .description('rerun a resolved task in the queue (for a task of a graph, `tgs graph rerun` also unblocks the graph)')
     .action(async (taskId: string) => {
-      const status = await withClient(requireCredentials(), (c) => c.rerunTask(taskId));
+      const status = await withIds(requireCredentials(), { taskId }, (c) => c.rerunTask(taskId));
       console.log(`task ${taskId} is ${status.state} (run ${status.runs.length - 1})`);
     });
 
@@ -177,7 +178,7 @@ export function registerTaskCommand(program: Command): void {
     .command('cancel <taskId>')
     .description('cancel an unresolved task')
     .action(async (taskId: string) => {
-      const status = await withClient(requireCredentials(), (c) => c.cancelTask(taskId));
+      const status = await withIds(requireCredentials(), { taskId }, (c) => c.cancelTask(taskId));
       console.log(`task ${taskId} is ${status.state}`);
     });
 }
