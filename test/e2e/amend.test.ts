@@ -155,6 +155,25 @@ test('a blocked graph: the failing build fixed by an amend runs again, its waiti
   assert.equal(claimsOf(g.ids.get('docs') as string), 1, 'docs was kept');
 });
 
+test('a running graph: a removed label waiting on a task nobody runs is canceled, an added one runs, and the graph finishes', async () => {
+  const stuck = (label: string, requires: string[] = []) => ({ requires, task: { ...fastTask(label), workerType: 'nobody' } });
+  const g = await submit({ tasks: { a: file({ a: {} }).tasks.a, slow: stuck('slow'), after: stuck('after', ['slow']) } });
+  await eventually(async () => (await task(g.ids.get('a') as string)).state === 'completed', 'a completed', 30_000);
+  assert.equal(await graphState(g.taskGraphId), 'running');
+  const res = await amend(g.taskGraphId, { tasks: { a: file({ a: {} }).tasks.a, extra: file({ extra: { requires: ['a'] } }).tasks.extra } });
+  assert.equal(res.workflow, 'updated');
+  assert.deepEqual(res.classification.removed, ['after', 'slow']);
+  assert.deepEqual(res.classification.added, ['extra']);
+  await waitState(g.taskGraphId, 'finished');
+  for (const label of ['slow', 'after']) {
+    const old = await task(g.ids.get(label) as string);
+    assert.equal(old.state, 'exception', `${label} canceled`);
+    assert.equal(old.runs.at(-1)?.reasonResolved, 'canceled');
+  }
+  assert.equal(claimsOf(res.tasks[0].taskId), 1);
+  assert.equal(claimsOf(g.ids.get('a') as string), 1, 'a kept');
+});
+
 test('an invalid amend is refused with 400 naming the labels, and nothing is written', async () => {
   const nodes = pipeline('make');
   const g = await submit(file(nodes));
