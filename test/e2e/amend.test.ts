@@ -174,6 +174,33 @@ test('a running graph: a removed label waiting on a task nobody runs is canceled
   assert.equal(claimsOf(g.ids.get('a') as string), 1, 'a kept');
 });
 
+test('cached nodes: a change outside the keys (reruns) replaces toolchain and its dependents, but only the uncached test runs: the cached ones reuse the runs they replace', async () => {
+  const cached = (reruns: number) => ({
+    tasks: {
+      toolchain: { reruns, cache: { name: 'amend-tool', digestData: { v: 1 } }, task: fastTask('toolchain', ['completed'], { kind: 'tool' }) },
+      build: { requires: ['toolchain'], cache: { name: 'amend-build' }, task: fastTask('build', ['completed'], { tool: { $subs: 'taskId:toolchain' } }) },
+      test: { requires: ['build'], task: fastTask('test', ['completed'], { kind: 'test' }) },
+    },
+  });
+  const g = await submit(cached(0));
+  await waitState(g.taskGraphId, 'finished');
+  const lookupNow = async (label: string) =>
+    (await stack.root.request<{ now: { result: string }[] }>('scheduler', 'GET', `/task-graph/${g.taskGraphId}/cache/${label}`)).now[0]?.result;
+  // the relay indexes the entries after the completions
+  await eventually(async () => (await lookupNow('toolchain')) === 'hit' && (await lookupNow('build')) === 'hit', 'entries written', 30_000);
+  const claimsBefore = claims.length;
+  const res = await amend(g.taskGraphId, cached(1));
+  assert.deepEqual(res.classification.changed, ['toolchain']);
+  assert.deepEqual(res.classification.dependent, ['build', 'test']);
+  await waitState(g.taskGraphId, 'finished');
+  const fresh = new Map(res.tasks.map((t) => [t.label, t.taskId]));
+  assert.deepEqual(claims.slice(claimsBefore), [fresh.get('test')], 'only the uncached test ran');
+  for (const label of ['toolchain', 'build']) {
+    const run = (await stack.root.request<{ status: { runs: { cachedFrom?: { taskId: string } }[] } }>('queue', 'GET', `/task/${fresh.get(label)}/status`)).status.runs[0];
+    assert.equal(run.cachedFrom?.taskId, g.ids.get(label), `${label} reused the run it replaces`);
+  }
+});
+
 test('an invalid amend is refused with 400 naming the labels, and nothing is written', async () => {
   const nodes = pipeline('make');
   const g = await submit(file(nodes));
