@@ -5,6 +5,8 @@ import { eventually } from '../../support/stack.js';
 import type { ClaimedTask } from '../../support/fastWorker.js';
 import { fastTask } from '../../support/graphs.js';
 import { useStack } from '../helpers/stackFixture.js';
+import { createClient } from '../../src/auth/clients.js';
+import { ApiClient, TgsApiError } from '../../src/client/http.js';
 
 /*
  * Amend on the real stack (docs/formats.md § Amend): the edited graph file classified label by label, exactly the
@@ -225,4 +227,28 @@ test('an invalid amend is refused with 400 naming the labels, and nothing is wri
   // without the amend scope: 403 before anything is read
   res = await stack.api.request('PUT', path, file(nodes), null);
   assert.equal(res.status, 403, JSON.stringify(res.body));
+});
+
+test('an amend that raises a priority past the caller\'s scopes is refused with 403, and nothing is patched', async () => {
+  const nodes = pipeline('make');
+  const g = await submit(file(nodes));
+  await waitState(g.taskGraphId, 'finished');
+  const clientId = `amender-${slugid.nice()}`;
+  const { accessToken } = await createClient(stack.api.db.pool, clientId, {
+    description: 'may amend this graph, and create tasks at the lowest priority only',
+    expires: new Date(Date.now() + 86_400_000).toISOString(),
+    scopes: [`scheduler:amend-task-graph:${g.taskGraphId}`, 'queue:create-task:lowest:tgs-test/*', `queue:scheduler-id:${stack.config.schedulerId}`],
+    deleteOnExpiration: false,
+  });
+  const amender = new ApiClient(stack.api.rootUrl, { clientId, accessToken });
+  // the same tasks at their own priority: allowed (metadata only)
+  const same = await amender.request<AmendAnswer>('scheduler', 'PUT', `/task-graph/${g.taskGraphId}/amend`, file(nodes));
+  assert.deepEqual(same.classification.changed, []);
+  await assert.rejects(
+    amender.request('scheduler', 'PUT', `/task-graph/${g.taskGraphId}/amend`, file({ ...nodes, build: { ...nodes.build, priority: 'highest' } })),
+    (err: unknown) => err instanceof TgsApiError && err.status === 403 && /queue:create-task:highest:tgs-test\/fast/.test(err.message),
+  );
+  assert.equal((await definition(g.ids.get('build') as string)).priority, 'lowest');
+  const { rows } = await stack.api.db.pool.query('SELECT seq FROM graph_amends WHERE task_graph_id = $1', [g.taskGraphId]);
+  assert.equal(rows.length, 1, 'only the allowed amend was recorded');
 });
