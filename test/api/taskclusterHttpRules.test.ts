@@ -272,7 +272,7 @@ test('an error artifact answers 424 with Taskcluster\'s {reason, message}', asyn
 });
 
 test('an unknown route answers 404 ResourceNotFound, whatever the body; it is not read', async () => {
-  const url = `${t.rootUrl}/api/scheduler/v1/task-graph/${slugid.nice()}/amend`;
+  const url = `${t.rootUrl}/api/scheduler/v1/task-graph/${slugid.nice()}/transmogrify`;
   const big = JSON.stringify({ tasks: 'x'.repeat(512 * 1024) });
   for (const [method, credentials] of [['PUT', t.root], ['POST', null], ['GET', null]] as const) {
     const res = await python(method, url, credentials, method === 'GET' ? undefined : JSON.parse(big));

@@ -5,6 +5,8 @@ import { eventually } from '../../support/stack.js';
 import type { ClaimedTask } from '../../support/fastWorker.js';
 import { fastTask } from '../../support/graphs.js';
 import { useStack } from '../helpers/stackFixture.js';
+import { createClient } from '../../src/auth/clients.js';
+import { ApiClient, TgsApiError } from '../../src/client/http.js';
 
 /*
  * Amend on the real stack (docs/formats.md § Amend): the edited graph file classified label by label, exactly the
@@ -155,6 +157,52 @@ test('a blocked graph: the failing build fixed by an amend runs again, its waiti
   assert.equal(claimsOf(g.ids.get('docs') as string), 1, 'docs was kept');
 });
 
+test('a running graph: a removed label waiting on a task nobody runs is canceled, an added one runs, and the graph finishes', async () => {
+  const stuck = (label: string, requires: string[] = []) => ({ requires, task: { ...fastTask(label), workerType: 'nobody' } });
+  const g = await submit({ tasks: { a: file({ a: {} }).tasks.a, slow: stuck('slow'), after: stuck('after', ['slow']) } });
+  await eventually(async () => (await task(g.ids.get('a') as string)).state === 'completed', 'a completed', 30_000);
+  assert.equal(await graphState(g.taskGraphId), 'running');
+  const res = await amend(g.taskGraphId, { tasks: { a: file({ a: {} }).tasks.a, extra: file({ extra: { requires: ['a'] } }).tasks.extra } });
+  assert.equal(res.workflow, 'updated');
+  assert.deepEqual(res.classification.removed, ['after', 'slow']);
+  assert.deepEqual(res.classification.added, ['extra']);
+  await waitState(g.taskGraphId, 'finished');
+  for (const label of ['slow', 'after']) {
+    const old = await task(g.ids.get(label) as string);
+    assert.equal(old.state, 'exception', `${label} canceled`);
+    assert.equal(old.runs.at(-1)?.reasonResolved, 'canceled');
+  }
+  assert.equal(claimsOf(res.tasks[0].taskId), 1);
+  assert.equal(claimsOf(g.ids.get('a') as string), 1, 'a kept');
+});
+
+test('cached nodes: a change outside the keys (reruns) replaces toolchain and its dependents, but only the uncached test runs: the cached ones reuse the runs they replace', async () => {
+  const cached = (reruns: number) => ({
+    tasks: {
+      toolchain: { reruns, cache: { name: 'amend-tool', digestData: { v: 1 } }, task: fastTask('toolchain', ['completed'], { kind: 'tool' }) },
+      build: { requires: ['toolchain'], cache: { name: 'amend-build' }, task: fastTask('build', ['completed'], { tool: { $subs: 'taskId:toolchain' } }) },
+      test: { requires: ['build'], task: fastTask('test', ['completed'], { kind: 'test' }) },
+    },
+  });
+  const g = await submit(cached(0));
+  await waitState(g.taskGraphId, 'finished');
+  const lookupNow = async (label: string) =>
+    (await stack.root.request<{ now: { result: string }[] }>('scheduler', 'GET', `/task-graph/${g.taskGraphId}/cache/${label}`)).now[0]?.result;
+  // the relay indexes the entries after the completions
+  await eventually(async () => (await lookupNow('toolchain')) === 'hit' && (await lookupNow('build')) === 'hit', 'entries written', 30_000);
+  const claimsBefore = claims.length;
+  const res = await amend(g.taskGraphId, cached(1));
+  assert.deepEqual(res.classification.changed, ['toolchain']);
+  assert.deepEqual(res.classification.dependent, ['build', 'test']);
+  await waitState(g.taskGraphId, 'finished');
+  const fresh = new Map(res.tasks.map((t) => [t.label, t.taskId]));
+  assert.deepEqual(claims.slice(claimsBefore), [fresh.get('test')], 'only the uncached test ran');
+  for (const label of ['toolchain', 'build']) {
+    const run = (await stack.root.request<{ status: { runs: { cachedFrom?: { taskId: string } }[] } }>('queue', 'GET', `/task/${fresh.get(label)}/status`)).status.runs[0];
+    assert.equal(run.cachedFrom?.taskId, g.ids.get(label), `${label} reused the run it replaces`);
+  }
+});
+
 test('an invalid amend is refused with 400 naming the labels, and nothing is written', async () => {
   const nodes = pipeline('make');
   const g = await submit(file(nodes));
@@ -179,4 +227,28 @@ test('an invalid amend is refused with 400 naming the labels, and nothing is wri
   // without the amend scope: 403 before anything is read
   res = await stack.api.request('PUT', path, file(nodes), null);
   assert.equal(res.status, 403, JSON.stringify(res.body));
+});
+
+test('an amend that raises a priority past the caller\'s scopes is refused with 403, and nothing is patched', async () => {
+  const nodes = pipeline('make');
+  const g = await submit(file(nodes));
+  await waitState(g.taskGraphId, 'finished');
+  const clientId = `amender-${slugid.nice()}`;
+  const { accessToken } = await createClient(stack.api.db.pool, clientId, {
+    description: 'may amend this graph, and create tasks at the lowest priority only',
+    expires: new Date(Date.now() + 86_400_000).toISOString(),
+    scopes: [`scheduler:amend-task-graph:${g.taskGraphId}`, 'queue:create-task:lowest:tgs-test/*', `queue:scheduler-id:${stack.config.schedulerId}`],
+    deleteOnExpiration: false,
+  });
+  const amender = new ApiClient(stack.api.rootUrl, { clientId, accessToken });
+  // the same tasks at their own priority: allowed (metadata only)
+  const same = await amender.request<AmendAnswer>('scheduler', 'PUT', `/task-graph/${g.taskGraphId}/amend`, file(nodes));
+  assert.deepEqual(same.classification.changed, []);
+  await assert.rejects(
+    amender.request('scheduler', 'PUT', `/task-graph/${g.taskGraphId}/amend`, file({ ...nodes, build: { ...nodes.build, priority: 'highest' } })),
+    (err: unknown) => err instanceof TgsApiError && err.status === 403 && /queue:create-task:highest:tgs-test\/fast/.test(err.message),
+  );
+  assert.equal((await definition(g.ids.get('build') as string)).priority, 'lowest');
+  const { rows } = await stack.api.db.pool.query('SELECT seq FROM graph_amends WHERE task_graph_id = $1', [g.taskGraphId]);
+  assert.equal(rows.length, 1, 'only the allowed amend was recorded');
 });

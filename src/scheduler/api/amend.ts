@@ -1,4 +1,5 @@
 import { declare } from '../../api/endpoint.js';
+import { TgsError } from '../../errors.js';
 import { amendTaskGraph } from '../amendTaskGraph.js';
 import { amendWorkflow } from '../amendWorkflow.js';
 import { amendUpdate } from '../../workflows/contract.js';
@@ -45,7 +46,18 @@ export const amendEndpoint = declare({
   async handler({ params, query, body, deps, auth, authorizeExpression }) {
     const dryRun = query.dryRun === 'true';
     const result = await amendTaskGraph(deps, params.taskGraphId, body, { authorize: authorizeExpression, who: auth.clientId ?? 'an anonymous caller', dryRun });
-    const workflow = dryRun ? 'dry-run' : await amendWorkflow(deps, result);
+    let workflow: Awaited<ReturnType<typeof amendWorkflow>> | 'dry-run' = 'dry-run';
+    if (!dryRun) {
+      try {
+        workflow = await amendWorkflow(deps, result);
+      } catch (err) {
+        throw new TgsError(
+          'ServiceUnavailable',
+          `task-graph ${params.taskGraphId}: amend #${result.seq} is stored, but its workflow could not be told (${(err as Error).message}). ` +
+            'Send the same amend again once Temporal answers: it changes nothing more and tells the workflow again.',
+        );
+      }
+    }
     return {
       taskGraphId: params.taskGraphId,
       dryRun,
