@@ -233,3 +233,16 @@ test('the index page browses namespaces down to the tasks indexed in them', asyn
   await page.waitForURL(new RegExp(`/ui/task/${taskId}$`));
   await page.close();
 });
+
+test('a running graph waiting on a worker pool nobody serves says so in its header', async () => {
+  const graph = graphOf({ lonely: {} });
+  (graph.tasks.lonely.task as { workerType: string }).workerType = 'shel';
+  const { taskGraphId, ids } = await put({ ...graph, metadata: { name: 'typo in workerType' } });
+  await eventually(async () => (await taskState(ids.get('lonely') as string)) === 'pending', 'lonely pending');
+  const page = await newPage();
+  await page.goto(`${stack.api.rootUrl}/ui/task-graph/${taskGraphId}`);
+  await page.waitForSelector('[data-graph-state=running]');
+  const cause = await page.waitForSelector('.root-causes.waiting li[data-kind="no-workers"]', { timeout: 30_000 });
+  assert.match((await cause.textContent()) ?? '', /Waiting: 1 task: no-workers tgs-test\/shel — start a worker for tgs-test\/shel/);
+  await page.close();
+});

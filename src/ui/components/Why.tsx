@@ -100,14 +100,24 @@ export function TaskWhy({ taskId, refresh, heading: Heading }: { taskId: string;
   );
 }
 
-/** The graph's root causes, under the blocked-graph banner: what holds the most tasks back first. */
-export function GraphWhy({ taskGraphId, refresh, enabled, action }: { taskGraphId: string; refresh: string; enabled: boolean; action: Action }) {
+/** Root causes a running graph shows: its tasks wait on a worker pool nobody serves (a mistyped workerType, say). */
+const RUNNING_CAUSES = new Set(['no-workers', 'quarantined']);
+
+/**
+ * The graph's root causes, under the blocked-graph banner: what holds the most tasks back first. A running graph
+ * shows only the causes that will not clear by themselves (RUNNING_CAUSES), so a graph waiting for ever on a pool
+ * without workers says so while it is still `running`.
+ */
+export function GraphWhy(props: { taskGraphId: string; refresh: string; enabled: boolean; running: boolean; action: Action }) {
+  const { taskGraphId, refresh, enabled, running, action } = props;
   const { answer } = useExplanation<{ summary: string; rootCauses: RootCause[] }>('scheduler', `/task-graph/${taskGraphId}/explain?limit=5`, refresh, enabled);
-  if (!enabled || !answer || answer.rootCauses.length === 0) return null;
+  const causes = (enabled && answer?.rootCauses.filter((c) => !running || RUNNING_CAUSES.has(c.kind))) || [];
+  if (causes.length === 0) return null;
   return (
-    <ul class="root-causes" role="status">
-      {answer.rootCauses.map((c, k) => (
+    <ul class={`root-causes${running ? ' waiting' : ''}`} role="status">
+      {causes.map((c, k) => (
         <li key={k} data-kind={c.kind}>
+          {running && 'Waiting: '}
           <b>{c.count}</b> task{c.count === 1 ? '' : 's'}: {c.kind}
           {c.label || c.taskQueueId ? ` ${c.label ?? c.taskQueueId}` : ''} — {c.action}
           {c.kind === 'dependency-failed' && c.label && <RerunButton taskGraphId={taskGraphId} label={c.label} shared={action} />}

@@ -94,6 +94,14 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
   const resume = useAction();
   const rerun = useAction();
   const signedIn = useActionsEnabled();
+  // a running graph with pending tasks asks why every 15 s (a pool without workers shows while the graph runs)
+  const [whyTick, setWhyTick] = useState(0);
+  const waiting = store.header?.status.state === 'running' && store.counts[1] > 0;
+  useEffect(() => {
+    if (!waiting) return;
+    const timer = setInterval(() => setWhyTick((t) => t + 1), 15_000);
+    return () => clearInterval(timer);
+  }, [waiting]);
   useEffect(() => {
     window.tgsGraph = store;
     const off = store.subscribe(() => setVersion((v) => v + 1));
@@ -183,7 +191,13 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
             {' '}— holding back <b class="held-back-count">{store.heldBack}</b> task{store.heldBack === 1 ? '' : 's'}.
           </p>
         )}
-        <GraphWhy taskGraphId={taskGraphId} refresh={`${state}/${blocking.join(',')}`} enabled={state === 'blocked'} action={rerun} />
+        <GraphWhy
+          taskGraphId={taskGraphId}
+          refresh={`${state}/${blocking.join(',')}/${waiting ? whyTick : ''}`}
+          enabled={state === 'blocked' || waiting}
+          running={state === 'running'}
+          action={rerun}
+        />
         {store.error && (
           <p class="error" role="alert">
             {store.error}
