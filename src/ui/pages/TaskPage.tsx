@@ -88,6 +88,8 @@ export function TaskPage({ taskId }: { taskId: string }) {
   const [status, setStatus] = useState<TaskStatus>();
   const [inGraph, setInGraph] = useState(false);
   const [inspected, setInspected] = useState<Inspected>();
+  // whether the inspect answer came (either way): until then the page does not know whether to show labels or taskIds
+  const [inspectDone, setInspectDone] = useState(false);
   // bumped by an accepted action: the status is read again at once
   const [reload, setReload] = useState(0);
   const [error, setError] = useState<string>();
@@ -100,7 +102,9 @@ export function TaskPage({ taskId }: { taskId: string }) {
           () => setInGraph(false),
         );
         // its label, requires and dependents when it is a graph's task
-        apiGet<Inspected>('scheduler', `/task-graph/${d.taskGroupId}/inspect/${taskId}`).then(setInspected, () => setInspected(undefined));
+        apiGet<Inspected>('scheduler', `/task-graph/${d.taskGroupId}/inspect/${taskId}`)
+          .then(setInspected, () => setInspected(undefined))
+          .finally(() => setInspectDone(true));
       },
       (err: unknown) => setError(describeError(err)),
     );
@@ -126,7 +130,8 @@ export function TaskPage({ taskId }: { taskId: string }) {
     };
   }, [taskId, reload]);
   const refresh = status ? `${status.state}/${status.runs.length}` : '';
-  const graphId = inGraph && inspected ? definition?.taskGroupId : undefined;
+  // a graph's task: its inspect answer names it, whatever the status check says meanwhile
+  const graphId = inspected ? definition?.taskGroupId : undefined;
   return (
     <div class="task-page">
       <h1>{definition?.metadata?.name ?? 'Task'}</h1>
@@ -179,7 +184,7 @@ export function TaskPage({ taskId }: { taskId: string }) {
           <Links taskGraphId={graphId} names={inspected.dependents} total={inspected.dependentCount ?? inspected.dependents.length} title="dependents" />
         </section>
       )}
-      {definition && !graphId && Array.isArray(definition.dependencies) && (
+      {definition && inspectDone && !inspected && Array.isArray(definition.dependencies) && (
         <section class="task-links">
           <PlainDependencies dependencies={definition.dependencies as string[]} />
         </section>
