@@ -94,12 +94,14 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
   const resume = useAction();
   const rerun = useAction();
   const signedIn = useActionsEnabled();
-  // a running graph with pending tasks asks why every 15 s (a pool without workers shows while the graph runs)
+  // A running graph with pending tasks asks why 10 s after the page sees them pending, then every 10 s (a pool without
+  // workers shows while the graph runs); not at once, so the first frame needs nothing but the nodes and the feed.
   const [whyTick, setWhyTick] = useState(0);
   const waiting = store.header?.status.state === 'running' && store.counts[1] > 0;
   useEffect(() => {
+    setWhyTick(0);
     if (!waiting) return;
-    const timer = setInterval(() => setWhyTick((t) => t + 1), 15_000);
+    const timer = setInterval(() => setWhyTick((t) => t + 1), 10_000);
     return () => clearInterval(timer);
   }, [waiting]);
   useEffect(() => {
@@ -194,7 +196,7 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
         <GraphWhy
           taskGraphId={taskGraphId}
           refresh={`${state}/${blocking.join(',')}/${waiting ? whyTick : ''}`}
-          enabled={state === 'blocked' || waiting}
+          enabled={state === 'blocked' || (waiting && whyTick > 0)}
           running={state === 'running'}
           action={rerun}
         />
