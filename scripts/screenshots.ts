@@ -5,13 +5,16 @@
  *   docs/ui-graph-30k.png  a 30,000-task graph (116,000 edges) while workers run through it
  *   docs/ui-list.png       the graphs list
  *   docs/ui-task.png       a task's page
+ *   docs/ui-graph-300.png  a 300-task graph (10 layers of 30, fan-in 4) at the Fit zoom, edges and all
+ *   docs/ui-hooks.png      the hooks page: a scheduled hook, a paused one, one whose fire was refused
+ *   docs/ui-index.png      the index browser in a namespace with tasks indexed in it
  */
 import { mkdirSync } from 'node:fs';
 import slugid from 'slugid';
 import { chromium, type Page } from 'playwright-core';
 import { startStack, eventually, type Stack } from '../support/stack.js';
 import { startFastWorker } from '../support/fastWorker.js';
-import { graphOf, layeredGraph } from '../support/graphs.js';
+import { fastTask, graphOf, layeredGraph } from '../support/graphs.js';
 import { ApiClient } from '../src/client/http.js';
 import { chromiumOptions, ensureUiBuilt, waitForExpression } from '../support/uiBuild.js';
 
@@ -99,6 +102,48 @@ async function bigGraph(stack: Stack, page: Page) {
   }
 }
 
+/** A 300-task graph at the Fit zoom: every edge visible on a software renderer (docs/ui.md § How it stays fast at 30,000 tasks) */
+async function fitGraph(stack: Stack, page: Page) {
+  const { graph } = layeredGraph(10, 30, 'nobody');
+  const { taskGraphId } = await submit(stack, graph, 'big-300');
+  await openGraph(page, stack, taskGraphId);
+  await page.click('.toolbar button:has-text("Fit")');
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: 'docs/ui-graph-300.png' });
+  log('docs/ui-graph-300.png');
+}
+
+const signIn = (stack: Stack) => `#signin?clientId=${encodeURIComponent(stack.api.root.clientId)}&accessToken=${encodeURIComponent(stack.api.root.accessToken)}`;
+
+async function hooksPage(stack: Stack, page: Page) {
+  const put = (id: string, body: object) => stack.root.request('hooks', 'PUT', `/hooks/docs/${id}`, body);
+  await stack.root.request('auth', 'PUT', `/roles/${encodeURIComponent('hook-id:docs/nightly')}`, { description: 'docs', scopes: ['queue:create-task:lowest:tgs-test/fast', 'queue:scheduler-id:-'] });
+  const task = { ...fastTask('nightly'), created: '${now}', deadline: { $fromNow: '1 hour' } };
+  await put('nightly', { metadata: { name: 'nightly build', description: 'docs', owner: 'docs@example.com' }, schedule: ['0 0 2 * * *'], task });
+  await stack.root.request('hooks', 'POST', '/hooks/docs/nightly/trigger', {});
+  await put('weekly', { metadata: { name: 'weekly report (paused)', description: 'docs', owner: 'docs@example.com' }, schedule: ['0 0 6 * * 1'], task });
+  await stack.root.request('hooks', 'POST', '/hooks/docs/weekly/pause');
+  await put('no-role', { metadata: { name: 'hook without a role', description: 'docs', owner: 'docs@example.com' }, task: fastTask('no-role') });
+  await stack.root.request('hooks', 'POST', '/hooks/docs/no-role/trigger', {}).catch(() => undefined);
+  await page.goto(`${stack.api.rootUrl}/ui/hooks${signIn(stack)}`);
+  await page.waitForSelector('table.hooks tr[data-hook="docs/no-role"] .fire-error');
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: 'docs/ui-hooks.png' });
+  log('docs/ui-hooks.png');
+}
+
+async function indexPage(stack: Stack, page: Page) {
+  for (const [name, rank] of [['latest', 3], ['1-4-2', 3], ['1-4-1', 2]] as const) {
+    await stack.root.request('queue', 'PUT', `/task/${slugid.nice()}`, { ...fastTask(`release ${name}`), routes: [`index.project.app.release.${name}`], extra: { index: { rank } } });
+  }
+  await eventually(async () => (await stack.root.request('index', 'GET', '/tasks/project.app.release').catch(() => ({ tasks: [] }))).tasks.length === 3, 'three tasks indexed', 60_000);
+  await page.goto(`${stack.api.rootUrl}/ui/index/project.app.release`);
+  await page.waitForSelector('table.indexed tbody tr');
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: 'docs/ui-index.png' });
+  log('docs/ui-index.png');
+}
+
 async function main() {
   ensureUiBuilt();
   mkdirSync('docs', { recursive: true });
@@ -109,6 +154,9 @@ async function main() {
     const page = await browser.newPage({ viewport });
     await submit(stack, graphOf({ a: {}, b: { requires: ['a'] }, c: { requires: ['a'] }, d: { requires: ['b', 'c'] } }), 'docs site');
     await smallGraph(stack, page);
+    await fitGraph(stack, page);
+    await hooksPage(stack, page);
+    await indexPage(stack, page);
     await bigGraph(stack, page);
     await page.goto(`${stack.api.rootUrl}/ui/`);
     await page.waitForSelector('table.graphs tbody tr');

@@ -7,6 +7,7 @@ import { TgsError } from '../errors.js';
 import type { LazyTemporalClient } from '../temporal/connection.js';
 import { DEPLOYMENT_MEMO, SEARCH_ATTRIBUTES, WORKFLOW_TYPE, workflowIdFor, type TaskGraphInput } from '../workflows/contract.js';
 import { getGraph, requireGraph, type GraphRow } from './graphStore.js';
+import { graphPageLink } from './workflowLink.js';
 
 /**
  * Starts the workflow of a graph whose workflow closed before the graph ended (G10, docs/formats.md § Graph
@@ -46,6 +47,7 @@ export async function resumeGraph(
       // a workflow past the namespace's retention is gone: the graph's tables and the queue still say everything
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
+    const link = graphPageLink(config, taskGraphId);
     const input: TaskGraphInput = { taskGraphId, ...(row.origin === 'queue' ? { origin: 'queue' as const } : {}) };
     try {
       await client.workflow.start(WORKFLOW_TYPE, {
@@ -54,12 +56,13 @@ export async function resumeGraph(
         args: [input],
         workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
         // like every graph workflow tgs starts, it names its deployment (src/scheduler/startWorkflow.ts)
-        memo: { [DEPLOYMENT_MEMO]: deploymentId },
+        memo: { [DEPLOYMENT_MEMO]: deploymentId, ...link.memo },
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.state, value: 'running' },
           { key: SEARCH_ATTRIBUTES.schedulerId, value: row.scheduler_id },
         ],
         staticSummary: `task-graph ${row.metadata.name ? `“${row.metadata.name}” ` : ''}· ${row.task_count} tasks · routing ${row.routing || '_'} · resumed`,
+        staticDetails: link.staticDetails,
       });
     } catch (err) {
       if (err instanceof WorkflowExecutionAlreadyStartedError) {

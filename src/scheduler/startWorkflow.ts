@@ -5,11 +5,13 @@ import { deploymentIdOf } from '../db/deployment.js';
 import type { LazyTemporalClient } from '../temporal/connection.js';
 import { DEPLOYMENT_MEMO, SEARCH_ATTRIBUTES, WORKFLOW_TYPE, workflowIdFor, type TaskGraphInput } from '../workflows/contract.js';
 import { TgsError } from '../errors.js';
+import { graphPageLink } from './workflowLink.js';
 
 /**
  * Starts the graph's workflow; a workflow that exists already (running or closed) is left alone, so
  * a repeated PUT of the same graph never runs it twice. The workflow's memo carries this deployment's id (read from
- * `pool`'s database), so a worker of another deployment on the same task queue can tell it is not its own.
+ * `pool`'s database), so a worker of another deployment on the same task queue can tell it is not its own, and the
+ * graph page's URL (src/scheduler/workflowLink.ts), so the Temporal Web UI links back to it.
  */
 export async function startGraphWorkflow(
   temporal: LazyTemporalClient,
@@ -30,18 +32,20 @@ export async function startGraphWorkflow(
       `task-graph ${graph.taskGraphId} is stored but its workflow could not start: Temporal at ${config.temporalAddress} is unreachable (${(err as Error).message}). Retry the same request once Temporal is up.`,
     );
   }
+  const link = graphPageLink(config, graph.taskGraphId);
   try {
     await client.workflow.start(WORKFLOW_TYPE, {
       taskQueue: config.temporalTaskQueue,
       workflowId: workflowIdFor(graph.taskGraphId),
       args: [input],
       workflowIdReusePolicy: reuse,
-      memo: { [DEPLOYMENT_MEMO]: deploymentId },
+      memo: { [DEPLOYMENT_MEMO]: deploymentId, ...link.memo },
       typedSearchAttributes: [
         { key: SEARCH_ATTRIBUTES.state, value: 'running' },
         { key: SEARCH_ATTRIBUTES.schedulerId, value: config.schedulerId },
       ],
       staticSummary: `task-graph ${graph.name ? `“${graph.name}” ` : ''}· ${graph.taskCount} tasks · routing ${graph.routing || '_'}`,
+      staticDetails: link.staticDetails,
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return;

@@ -6,7 +6,7 @@ import { getCredentials } from './session';
 /** `<rootUrl>/`: the page lives at `<rootUrl>/ui/` (the server sets <base href>). */
 export const rootUrl = new URL('../', document.baseURI).href;
 
-export type Service = 'queue' | 'scheduler' | 'auth' | 'hooks';
+export type Service = 'queue' | 'scheduler' | 'auth' | 'hooks' | 'index';
 
 export function apiUrl(service: Service, path: string): string {
   return `${rootUrl}api/${service}/v1${path}`;

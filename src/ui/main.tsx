@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { SignInControl, verifyCredentials } from './components/SignIn';
 import { GraphPage } from './pages/GraphPage';
 import { HooksPage } from './pages/HooksPage';
+import { IndexPage } from './pages/IndexPage';
 import { ListPage } from './pages/ListPage';
 import { TaskPage } from './pages/TaskPage';
 import { currentRoute, href, interceptLinks, onRouteChange } from './router';
@@ -17,6 +18,8 @@ function Route({ path, query }: { path: string; query: URLSearchParams }) {
   if (task) return <TaskPage key={task[1]} taskId={task[1]} />;
   if (path === '') return <ListPage query={query} />;
   if (path === 'hooks') return <HooksPage />;
+  const index = /^index(?:\/([^/]*))?$/.exec(path);
+  if (index) return <IndexPage key={index[1] ?? ''} namespace={index[1] ?? ''} />;
   return (
     <div class="list-page">
       <h1>Not found</h1>
@@ -57,6 +60,7 @@ function App() {
         </a>
         <a href={href('./')}>Task graphs</a>
         <a href={href('hooks')}>Hooks</a>
+        <a href={href('index')}>Index</a>
         <span class="grow" />
         <SignInControl notice={notice} />
       </nav>

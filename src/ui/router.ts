@@ -1,4 +1,4 @@
-// Client-side routes under <rootUrl>/ui/: '' (graphs), 'task-graph/<id>', 'task/<id>', 'hooks'. The server answers every
+// Client-side routes under <rootUrl>/ui/: '' (graphs), 'task-graph/<id>', 'task/<id>', 'hooks', 'index[/<namespace>]'. The server answers every
 // /ui/ path with index.html, so any of these can be opened or reloaded directly.
 const listeners = new Set<() => void>();
 

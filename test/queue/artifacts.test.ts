@@ -49,6 +49,12 @@ test('s3 artifact: create with run credentials, PUT the bytes, read back through
   assert.equal(download.status, 200);
   assert.equal(download.headers.get('content-type'), 'text/plain');
   assert.equal(await download.text(), 'line 1\n');
+  // HEAD gives the size without the bytes (the UI shows each artifact's size so)
+  const head = await fetch(location, { method: 'HEAD' });
+  assert.equal(head.status, 200);
+  assert.equal(head.headers.get('content-length'), '7');
+  assert.equal(head.headers.get('content-type'), 'text/plain');
+  assert.equal(await head.text(), '');
 
   // A live log: created again while running (a fresh putUrl) and re-uploaded, the reader sees the new bytes.
   const again = await q('POST', `/task/${taskId}/runs/0/artifacts/${name}`, { storageType: 's3', contentType: 'text/plain', expires: inAnHour() }, creds);

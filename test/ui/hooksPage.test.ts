@@ -74,3 +74,62 @@ test('the hooks page lists each hook with its next and last fires, each fire lin
   await page.waitForSelector('[data-graph-state=finished]');
   await page.close();
 });
+
+test('each hook can be paused and resumed, triggered and edited from the page; a paused hook shows no next fire; a refused fire shows its reason in full', async () => {
+  const role = (id: string) => stack.api.request('PUT', `/api/auth/v1/roles/${encodeURIComponent(`hook-id:ui/${id}`)}`, { description: 'ui test', scopes: ['queue:create-task:lowest:tgs-test/fast', 'queue:scheduler-id:-'] });
+  ok(await role('acted'));
+  const timed = { ...fastTask('acted'), created: '${now}', deadline: { $fromNow: '1 hour' } };
+  ok(await stack.api.request('PUT', '/api/hooks/v1/hooks/ui/acted', { metadata: { ...metadata, name: 'acted on' }, schedule: ['0 0 * * * *'], task: timed }));
+  // a fire refused with a message of several lines
+  ok(await stack.api.request('PUT', '/api/hooks/v1/hooks/ui/broken', { metadata: { ...metadata, name: 'broken template' }, task: { ...fastTask('broken'), payload: { $eval: 'nope(' } } }));
+  await stack.api.request('POST', '/api/hooks/v1/hooks/ui/broken/trigger', {});
+  const lastError = ok(await stack.api.request('GET', '/api/hooks/v1/hooks/ui/broken/last-fires')).lastFires[0].error as string;
+
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  page.on('pageerror', (err) => console.error(`page error: ${err.message}`));
+  const { clientId, accessToken } = stack.api.root;
+  await page.goto(`${stack.api.rootUrl}/ui/hooks#signin?clientId=${encodeURIComponent(clientId)}&accessToken=${encodeURIComponent(accessToken)}`);
+  const row = (id: string) => `table.hooks tr[data-hook="ui/${id}"]`;
+  await page.waitForSelector(`${row('acted')} .next-fire:has-text("in ")`);
+
+  // the refused fire's reason, in full and as text (not a tooltip, not JSON)
+  const shown = (await page.textContent(`${row('broken')} .fire-error`)) ?? '';
+  const message = (JSON.parse(lastError) as { message?: string }).message ?? lastError;
+  assert.equal(shown, message);
+  assert.doesNotMatch(shown, /^\{"message"/);
+
+  await page.click(`${row('acted')} button[name=pause-hook]`);
+  await page.waitForSelector(`${row('acted')} .action-result.ok:has-text("Paused")`);
+  await page.waitForSelector(`${row('acted')} .next-fire[data-paused="1"]:has-text("paused")`);
+  assert.doesNotMatch((await page.textContent(`${row('acted')} .next-fire`)) ?? '', /now|in /);
+  assert.equal(ok(await stack.api.request('GET', '/api/hooks/v1/hooks/ui/acted/schedule')).paused, true);
+  await page.click(`${row('acted')} button[name=resume-hook]`);
+  await page.waitForSelector(`${row('acted')} .next-fire:has-text("in ")`);
+  assert.equal(ok(await stack.api.request('GET', '/api/hooks/v1/hooks/ui/acted/schedule')).paused, false);
+
+  await page.click(`${row('acted')} button[name=trigger-hook]`);
+  const fired = (await (await page.waitForSelector(`${row('acted')} .action-result.ok:has-text("Fired:")`)).textContent()) ?? '';
+  const taskId = /Fired: ([A-Za-z0-9_-]{22})/.exec(fired)?.[1];
+  assert.ok(taskId, fired);
+  await page.waitForSelector(`${row('acted')} .fire[data-task-id="${taskId}"]`);
+
+  // edit: the definition as JSON; a mistake is refused in full, a good change is saved and shown
+  await page.click(`${row('acted')} button[name=edit-hook]`);
+  const textarea = `${row('acted')} textarea[name=hook-definition]`;
+  await waitForText(page, textarea);
+  const definition = JSON.parse(await page.inputValue(textarea)) as { metadata: { name: string } };
+  assert.equal(definition.metadata.name, 'acted on');
+  await page.fill(textarea, '{ not json');
+  await page.click(`${row('acted')} button[name=save-hook]`);
+  await page.waitForSelector(`${row('acted')} .action-result.error:has-text("not JSON")`);
+  await page.fill(textarea, JSON.stringify({ ...definition, metadata: { ...definition.metadata, name: 'renamed here' } }, null, 2));
+  await page.click(`${row('acted')} button[name=save-hook]`);
+  await page.waitForSelector(`${row('acted')} td:first-child:has-text("renamed here")`);
+  assert.equal(ok(await stack.api.request('GET', '/api/hooks/v1/hooks/ui/acted')).metadata.name, 'renamed here');
+  await page.close();
+});
+
+/** Waits until a form field holds something (the definition is read when Edit is pressed). */
+async function waitForText(page: import('playwright-core').Page, selector: string) {
+  await eventually(async () => (await page.inputValue(selector).catch(() => '')).length > 0, `${selector} filled`);
+}

@@ -37,10 +37,11 @@ const listOutput: JsonSchema = {
       items: {
         type: 'object',
         additionalProperties: false,
-        required: ['status', 'name', 'origin', 'taskCount', 'counts', 'blockedBy', 'created', 'updated'],
+        required: ['status', 'name', 'owner', 'origin', 'taskCount', 'counts', 'blockedBy', 'created', 'updated'],
         properties: {
           status: graphStatusSchema,
           name: { type: 'string', description: "the graph's metadata.name, or '' when it has none" },
+          owner: { type: 'string', description: "the graph's metadata.owner, or '' when it has none" },
           origin: { type: 'string', enum: ['graph', 'queue'] },
           taskCount: { type: 'integer', minimum: 0 },
           counts: countsSchema,
@@ -59,7 +60,7 @@ export const listTaskGraphsEndpoint = declare({
   name: 'listTaskGraphs',
   title: 'List Task-Graphs',
   description: [
-    'Task-graphs, newest first, each with its status, name, task count, counts of its tasks by queue state,',
+    'Task-graphs, newest first, each with its status, name, owner, task count, counts of its tasks by queue state,',
     'the tasks blocking it, and when it was created and last changed. `state` keeps only graphs in that state.',
     'Paged: `limit` (default 20, at most 1000) and the `continuationToken` of the previous answer.',
   ].join(' '),
@@ -85,6 +86,7 @@ export const listTaskGraphsEndpoint = declare({
       taskGraphs: page.map((r) => ({
         status: graphStatus(r),
         name: typeof r.metadata?.name === 'string' ? r.metadata.name : '',
+        owner: typeof r.metadata?.owner === 'string' ? r.metadata.owner : '',
         origin: r.origin,
         taskCount: r.task_count,
         counts: counts.get(r.task_graph_id),

@@ -16,19 +16,22 @@ export interface ActionSpec {
 export function useAction() {
   const [result, setResult] = useState<{ ok: boolean; text: string }>();
   const [busy, setBusy] = useState(false);
-  const run = async (spec: ActionSpec) => {
+  /** Resolves to whether the action was accepted. */
+  const run = async (spec: ActionSpec): Promise<boolean> => {
     setBusy(true);
     setResult(undefined);
     try {
       const answer = await apiSigned(spec.service, spec.method, spec.path, spec.body);
       setResult({ ok: true, text: spec.done(answer) });
+      return true;
     } catch (err) {
       setResult({ ok: false, text: describeError(err) });
+      return false;
     } finally {
       setBusy(false);
     }
   };
-  return { result, busy, run, clear: () => setResult(undefined) };
+  return { result, busy, run, clear: () => setResult(undefined), fail: (text: string) => setResult({ ok: false, text }) };
 }
 
 export function ActionResult({ result }: { result: { ok: boolean; text: string } | undefined }) {
@@ -41,11 +44,12 @@ export function ActionResult({ result }: { result: { ok: boolean; text: string }
 }
 
 /** A button that asks once more before it acts (no browser dialogs). */
-export function ConfirmButton({ label, confirm, onConfirm, disabled, name }: { label: string; confirm: string; onConfirm: () => void; disabled?: boolean; name: string }) {
+export function ConfirmButton(props: { label: string; confirm: string; onConfirm: () => void; disabled?: boolean; name: string; title?: string }) {
+  const { label, confirm, onConfirm, disabled, name, title } = props;
   const [asking, setAsking] = useState(false);
   if (!asking) {
     return (
-      <button name={name} disabled={disabled} onClick={() => setAsking(true)}>
+      <button name={name} disabled={disabled} title={title} onClick={() => setAsking(true)}>
         {label}
       </button>
     );
@@ -68,7 +72,23 @@ export function ConfirmButton({ label, confirm, onConfirm, disabled, name }: { l
   );
 }
 
+/** Why an action button is disabled while signed out (its tooltip; SignInHint says it beside the buttons). */
+export const SIGNED_OUT = 'Sign in (top right) to act: requests are signed with your credentials.';
+
+/**
+ * Whether actions can be taken, and the tooltip of their buttons: signed out, every action button is disabled (it
+ * would only be refused) and says why.
+ */
+export function useActionsEnabled(): { enabled: boolean; title: string | undefined } {
+  const credentials = useCredentials();
+  return { enabled: credentials !== undefined, title: credentials ? undefined : SIGNED_OUT };
+}
+
 export function SignInHint() {
   const credentials = useCredentials();
-  return credentials ? null : <p class="muted">Sign in (top right) to act: requests are signed with your credentials.</p>;
+  return credentials ? null : (
+    <p class="muted signin-hint" role="note">
+      {SIGNED_OUT}
+    </p>
+  );
 }

@@ -4,7 +4,7 @@ import { apiGet, describeError } from '../api';
 import type { GraphStore } from '../graph/store';
 import { href } from '../router';
 import { isResolved, STATE_NAMES } from '../states';
-import { ActionResult, ConfirmButton, SignInHint, useAction } from './Actions';
+import { TaskActions } from './TaskActions';
 import { RunSections, StateBadge, type TaskStatus } from './TaskDetails';
 
 const MAX_LINKS = 60;
@@ -45,9 +45,6 @@ export function TaskPanel({ store, idx, version }: { store: GraphStore; idx: num
   const [status, setStatus] = useState<TaskStatus>();
   const [rerunsLeft, setRerunsLeft] = useState<number>();
   const [error, setError] = useState<string>();
-  const [resetDependents, setResetDependents] = useState(false);
-  const action = useAction();
-  useEffect(() => action.clear(), [idx]);
   useEffect(() => {
     const abort = new AbortController();
     setError(undefined);
@@ -99,46 +96,7 @@ export function TaskPanel({ store, idx, version }: { store: GraphStore; idx: num
         )}
       </dl>
       {error && <p class="error">{error}</p>}
-      {member && (
-        <section class="actions">
-          <h3>Actions</h3>
-          <SignInHint />
-          <div class="action-row">
-            <button
-              name="rerun"
-              disabled={action.busy || !resolved}
-              title={resolved ? '' : 'only a resolved task can be rerun'}
-              onClick={() =>
-                action.run({
-                  service: 'scheduler',
-                  method: 'POST',
-                  path: `/task-graph/${store.taskGraphId}/rerun/${taskId}`,
-                  body: { resetDependents },
-                  done: () => `Rerun accepted${resetDependents ? ', with the dependents that already resolved' : ''}.`,
-                })
-              }
-            >
-              Rerun
-            </button>
-            <label class="check">
-              <input type="checkbox" name="resetDependents" checked={resetDependents} onChange={(e) => setResetDependents(e.currentTarget.checked)} /> also rerun
-              the dependents that already resolved
-            </label>
-          </div>
-          <div class="action-row">
-            <ConfirmButton
-              name="cancel-task"
-              label="Cancel task"
-              confirm="Cancel this task?"
-              disabled={action.busy || resolved}
-              onConfirm={() =>
-                action.run({ service: 'queue', method: 'POST', path: `/task/${taskId}/cancel`, done: () => 'Task canceled.' })
-              }
-            />
-          </div>
-          <ActionResult result={action.result} />
-        </section>
-      )}
+      {member && <TaskActions taskId={taskId} taskGraphId={store.taskGraphId} resolved={resolved} heading="h3" />}
       <RunSections taskId={taskId} status={status} live={live} refresh={refresh} heading="h3" />
       <NodeLinks store={store} nodes={store.requires(idx)} title="requires" />
       <NodeLinks store={store} nodes={store.dependents(idx)} title="dependents" />

@@ -2,7 +2,7 @@
 // the action that clears it; a rerun the signed-in user may take is a button.
 import { useEffect, useState } from 'preact/hooks';
 import { apiGet, describeError } from '../api';
-import { ActionResult, useAction } from './Actions';
+import { ActionResult, useAction, useActionsEnabled } from './Actions';
 
 interface Blocker {
   kind: string;
@@ -22,21 +22,36 @@ interface RootCause {
   action: string;
 }
 
-/** A rerun of this graph task, signed with the tab's credentials. */
-function RerunButton({ taskGraphId, label }: { taskGraphId: string; label: string }) {
-  const action = useAction();
+type Action = ReturnType<typeof useAction>;
+
+/**
+ * A rerun of this graph task, signed with the tab's credentials. Its outcome shows beside it, or where `shared`
+ * shows it: the graph page keeps its banner's reruns' outcome in the header, since the banner goes away as soon as
+ * the rerun unblocks the graph.
+ */
+function RerunButton({ taskGraphId, label, shared }: { taskGraphId: string; label: string; shared?: Action }) {
+  const own = useAction();
+  const action = shared ?? own;
+  const signedIn = useActionsEnabled();
   return (
     <>
       <button
         name="why-rerun"
-        disabled={action.busy}
+        disabled={action.busy || !signedIn.enabled}
+        title={signedIn.title}
         onClick={() =>
-          void action.run({ service: 'scheduler', method: 'POST', path: `/task-graph/${taskGraphId}/rerun/${encodeURIComponent(label)}`, body: {}, done: () => `Rerun of ${label} accepted.` })
+          void action.run({
+            service: 'scheduler',
+            method: 'POST',
+            path: `/task-graph/${taskGraphId}/rerun/${encodeURIComponent(label)}`,
+            body: {},
+            done: () => `Rerun of ${label} accepted: a new run is scheduled.`,
+          })
         }
       >
         Rerun {label}
       </button>
-      <ActionResult result={action.result} />
+      {!shared && <ActionResult result={action.result} />}
     </>
   );
 }
@@ -85,17 +100,27 @@ export function TaskWhy({ taskId, refresh, heading: Heading }: { taskId: string;
   );
 }
 
-/** The graph's root causes, under the blocked-graph banner: what holds the most tasks back first. */
-export function GraphWhy({ taskGraphId, refresh, enabled }: { taskGraphId: string; refresh: string; enabled: boolean }) {
+/** Root causes a running graph shows: its tasks wait on a worker pool nobody serves (a mistyped workerType, say). */
+const RUNNING_CAUSES = new Set(['no-workers', 'quarantined']);
+
+/**
+ * The graph's root causes, under the blocked-graph banner: what holds the most tasks back first. A running graph
+ * shows only the causes that will not clear by themselves (RUNNING_CAUSES), so a graph waiting for ever on a pool
+ * without workers says so while it is still `running`.
+ */
+export function GraphWhy(props: { taskGraphId: string; refresh: string; enabled: boolean; running: boolean; action: Action }) {
+  const { taskGraphId, refresh, enabled, running, action } = props;
   const { answer } = useExplanation<{ summary: string; rootCauses: RootCause[] }>('scheduler', `/task-graph/${taskGraphId}/explain?limit=5`, refresh, enabled);
-  if (!enabled || !answer || answer.rootCauses.length === 0) return null;
+  const causes = (enabled && answer?.rootCauses.filter((c) => !running || RUNNING_CAUSES.has(c.kind))) || [];
+  if (causes.length === 0) return null;
   return (
-    <ul class="root-causes" role="status">
-      {answer.rootCauses.map((c, k) => (
+    <ul class={`root-causes${running ? ' waiting' : ''}`} role="status">
+      {causes.map((c, k) => (
         <li key={k} data-kind={c.kind}>
+          {running && 'Waiting: '}
           <b>{c.count}</b> task{c.count === 1 ? '' : 's'}: {c.kind}
           {c.label || c.taskQueueId ? ` ${c.label ?? c.taskQueueId}` : ''} — {c.action}
-          {c.kind === 'dependency-failed' && c.label && <RerunButton taskGraphId={taskGraphId} label={c.label} />}
+          {c.kind === 'dependency-failed' && c.label && <RerunButton taskGraphId={taskGraphId} label={c.label} shared={action} />}
         </li>
       ))}
     </ul>

@@ -253,7 +253,12 @@ export class GraphRenderer {
       this.dirtyFlags = false;
     }
     gl.enable(gl.BLEND);
-    gl.blendFunc(gl.SRC_ALPHA, gl.ONE_MINUS_SRC_ALPHA);
+    // Colour blends; alpha stays what it was (opaque: everything starts from an opaque white clear). Blending alpha
+    // too left the edge layer translucent where edges were (1 - a + a²), and the blit copies that alpha to the
+    // canvas, which the page composites as premultiplied over white: a grey edge at alpha 0.06 came out brighter
+    // than white, so a 300-task graph at the Fit zoom showed no edges at all (measured in SwiftShader Chromium:
+    // 16,140 edge pixels in the layer, none on screen; test/ui/firstHour.test.ts).
+    gl.blendFuncSeparate(gl.SRC_ALPHA, gl.ONE_MINUS_SRC_ALPHA, gl.ZERO, gl.ONE);
 
     const setView = (program: WebGLProgram) => {
       gl.useProgram(program);

@@ -2,7 +2,7 @@
 // side panel of the selected node. Everything updates live from the changes feed.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { GraphWhy } from '../components/Why';
-import { ActionResult, ConfirmButton, useAction } from '../components/Actions';
+import { ActionResult, ConfirmButton, useAction, useActionsEnabled } from '../components/Actions';
 import { ago } from '../components/format';
 import { TaskPanel } from '../components/TaskPanel';
 import { TaskTable } from '../components/TaskTable';
@@ -92,6 +92,18 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
   const overlay = useRef<HTMLCanvasElement>(null);
   const cancel = useAction();
   const resume = useAction();
+  const rerun = useAction();
+  const signedIn = useActionsEnabled();
+  // A running graph with pending tasks asks why 10 s after the page sees them pending, then every 10 s (a pool without
+  // workers shows while the graph runs); not at once, so the first frame needs nothing but the nodes and the feed.
+  const [whyTick, setWhyTick] = useState(0);
+  const waiting = store.header?.status.state === 'running' && store.counts[1] > 0;
+  useEffect(() => {
+    setWhyTick(0);
+    if (!waiting) return;
+    const timer = setInterval(() => setWhyTick((t) => t + 1), 10_000);
+    return () => clearInterval(timer);
+  }, [waiting]);
   useEffect(() => {
     window.tgsGraph = store;
     const off = store.subscribe(() => setVersion((v) => v + 1));
@@ -105,7 +117,10 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
   const header = store.header;
   const state = header?.status.state;
   const link = temporalLink(taskGraphId);
-  const blocking = store.blocking;
+  // A blocking task a rerun has made pending or running blocks nothing any more: the banner waits for the graph's
+  // next state instead of saying "Blocked by c (running)" meanwhile.
+  const states = store.data?.states;
+  const blocking = states ? store.blocking.filter((i) => ['failed', 'exception'].includes(STATE_NAMES[states[i]])) : [];
   return (
     <div class="graph-page">
       <header class="graph-header">
@@ -132,7 +147,8 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
               name="resume-graph"
               label="Resume graph"
               confirm="Start this graph's workflow again? Completed tasks do not run again."
-              disabled={resume.busy}
+              disabled={resume.busy || !signedIn.enabled}
+              title={signedIn.title}
               onConfirm={() =>
                 resume.run({ service: 'scheduler', method: 'POST', path: `/task-graph/${taskGraphId}/resume`, done: (a) => `Graph ${(a as { status: { state: string } }).status.state}.` })
               }
@@ -143,7 +159,8 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
               name="cancel-graph"
               label="Cancel graph"
               confirm="Cancel every unresolved task of this graph?"
-              disabled={cancel.busy}
+              disabled={cancel.busy || !signedIn.enabled}
+              title={signedIn.title}
               onConfirm={() =>
                 cancel.run({ service: 'scheduler', method: 'POST', path: `/task-graph/${taskGraphId}/cancel`, done: (a) => `Graph ${(a as { status: { state: string } }).status.state}.` })
               }
@@ -152,6 +169,7 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
         </div>
         <ActionResult result={cancel.result} />
         <ActionResult result={resume.result} />
+        <ActionResult result={rerun.result} />
         {header && (
           <div class="summary">
             <span class="total">
@@ -175,7 +193,13 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
             {' '}— holding back <b class="held-back-count">{store.heldBack}</b> task{store.heldBack === 1 ? '' : 's'}.
           </p>
         )}
-        <GraphWhy taskGraphId={taskGraphId} refresh={`${state}/${blocking.join(',')}`} enabled={state === 'blocked'} />
+        <GraphWhy
+          taskGraphId={taskGraphId}
+          refresh={`${state}/${blocking.join(',')}/${waiting ? whyTick : ''}`}
+          enabled={state === 'blocked' || (waiting && whyTick > 0)}
+          running={state === 'running'}
+          action={rerun}
+        />
         {store.error && (
           <p class="error" role="alert">
             {store.error}

@@ -245,6 +245,10 @@ export const downloadArtifactData = declare({
     if (!data) throw new TgsError('ResourceNotFound', `Artifact ${a.name} of ${a.taskId}/${a.runId} has not been uploaded yet`);
     const headers: Record<string, string> = { ...artifactServingHeaders(a.name, artifact.content_type), 'cache-control': 'no-cache' };
     if (data.length !== undefined) headers['content-length'] = String(data.length);
+    // HEAD (the UI asks an artifact's size so): the headers alone. Fastify answers HEAD from this GET route by
+    // reading the whole stream and dropping it, which would pull every chunk of a large artifact out of Postgres;
+    // an empty stream keeps the content-length given here.
+    if (ctx.request.method === 'HEAD') return new RawReply(200, headers, Readable.from([]));
     return new RawReply(200, headers, Readable.from(data.chunks, { objectMode: false }));
   },
 });
