@@ -25,5 +25,5 @@ function deploymentColumn(pool: Pick<pg.Pool, 'query'>, column: 'deployment_id' 
 /** This deployment's id (migration 034, src/sql/034_deployment.sql). */
 export const deploymentIdOf = (pool: Pick<pg.Pool, 'query'>): Promise<string> => deploymentColumn(pool, 'deployment_id', '034');
 
-/** The secret hook fire ids are derived from (migration 044, src/hooks/fireTaskId.ts). */
+/** The secret hook fire ids are derived from (migration 036, src/hooks/fireTaskId.ts). */
 export const hookFireKeyOf = (pool: Pick<pg.Pool, 'query'>): Promise<string> => deploymentColumn(pool, 'hook_fire_key', '044');

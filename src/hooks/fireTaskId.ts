@@ -4,7 +4,7 @@ import { hookFireKeyOf } from '../db/deployment.js';
 /**
  * The taskIds of fires that may be attempted more than once: derived from what the fire stands for, so every attempt
  * (an activity retried after a worker restart, a second worker, a redelivered message) names the same task and
- * creates it once. An HMAC-SHA256 keyed by the deployment's secret `hook_fire_key` (migration 044): a plain digest of
+ * creates it once. An HMAC-SHA256 keyed by the deployment's secret `hook_fire_key` (migration 036): a plain digest of
  * public data (hook, schedule time, messageId) let anyone compute a fire's id ahead of it and take the id first, and a
  * graph hook then counted the squatter's graph as its fire (security review 2026-11-28, finding 3). The digest's first
  * 16 bytes with a UUID v4's version and variant bits, as a slugid (22 characters of base64url).
@@ -16,7 +16,7 @@ function derivedTaskId(key: string, parts: string[]): string {
   return bytes.toString('base64url');
 }
 
-/** The deployment's fire-id key (migration 044), read once per pool. */
+/** The deployment's fire-id key (migration 036), read once per pool. */
 export const fireIdKey = hookFireKeyOf;
 
 /** A scheduled fire's taskId: the hook and the schedule time. */

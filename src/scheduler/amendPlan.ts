@@ -3,7 +3,7 @@
  * node the graph holds under it, by their digests (src/scheduler/nodeDigests.ts).
  */
 
-/** A member node as stored. Digests are hex, absent for nodes stored before migration 051. */
+/** A member node as stored. Digests are hex, absent for nodes stored before migration 037. */
 export interface StoredNode {
   label: string;
   idx: number;

@@ -9,7 +9,7 @@ export interface GraphRow {
   task_graph_id: string;
   scheduler_id: string;
   routing: string;
-  /** the graph's routes: its scheduler messages' CC keys `route.<route>` (migration 043) */
+  /** the graph's routes: its scheduler messages' CC keys `route.<route>` (migration 035) */
   routes: string[];
   state: GraphState;
   origin: 'graph' | 'queue';
@@ -151,7 +151,7 @@ export interface MemberNodeRow {
   requires: number[];
   requiresMode: number;
   reruns: number;
-  /** hex digests of the node's definition (src/scheduler/nodeDigests.ts, migration 051) */
+  /** hex digests of the node's definition (src/scheduler/nodeDigests.ts, migration 037) */
   digest: string;
   workDigest: string;
 }

@@ -9,7 +9,7 @@ export const METADATA_FIELDS = ['created', 'deadline', 'expires', 'priority', 'r
 
 /**
  * A validated graph node's two digests: of the whole node (the version-2 graph hash's part) and of the node without
- * its task's metadata fields. Stored per node (migration 051) so an amend classifies each label.
+ * its task's metadata fields. Stored per node (migration 037) so an amend classifies each label.
  */
 export function nodeDigests(node: { task: Record<string, unknown> }): { digest: Buffer; workDigest: Buffer } {
   const task: Record<string, unknown> = { ...node.task };
