@@ -32,6 +32,7 @@ test('the list search matches name or id, owner, duration and "mine"', () => {
     status: { taskGraphId: 'AbCdEfGhQ1234567890abc', state: 'finished' },
     name: 'Nightly Build',
     owner: 'ada@example.com',
+    submittedBy: 'ada@example.com',
     created: '2026-11-28T11:00:00Z',
     updated: '2026-11-28T11:10:00Z',
     ...over,
