@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { byteSize, runOutcome } from '../../src/ui/components/runOutcome.js';
+import { runOutcome } from '../../src/ui/components/runOutcome.js';
+import { byteSize } from '../../src/byteSize.js';
 import { graphDurationMs, matchesSearch, searchOf } from '../../src/ui/components/graphFilter.js';
 
 // The pure helpers of the task page (a run's exit code from its log, sizes) and the list page (its search).
