@@ -36,7 +36,7 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
   const log = options.log ?? ((line: string) => console.log(line));
   const maxBatch = options.maxBatch ?? 500;
   const spacing = new FlushSpacing({ flushMs: options.flushMs, minIntervalMs: options.minFlushIntervalMs, loadedIntervalMs: options.loadedFlushIntervalMs });
-  const stats: BridgeStats = { received: 0, signals: 0, resolutionsForwarded: 0, dropped: 0, requeued: 0, failedSignals: 0, disagreed: 0, unknownTasks: 0 };
+  const stats: BridgeStats = { received: 0, signals: 0, resolutionsForwarded: 0, dropped: 0, requeued: 0, failedSignals: 0, overtaken: 0, disagreed: 0, unknownTasks: 0 };
   let batch: Pending[] = [];
   /** the channel the batch's messages came on (they are acked on it) */
   let channel: BusChannel | undefined;
@@ -53,7 +53,7 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
   );
   const noteDisagreed = everyMinute(
     log,
-    (n, taskId) => `bridge: ignored ${n} resolution message(s) the queue's stored runs do not confirm (e.g. task ${taskId}: forged, or overtaken by a rerun)`,
+    (n, taskId) => `bridge: WARNING ignored ${n} resolution message(s) that the queue's stored run contradicts (e.g. task ${taskId}): not sent by this deployment's queue; check who else publishes on its exchanges`,
   );
 
   const settle = (ch: BusChannel, items: Iterable<Pending>) => {
@@ -102,9 +102,10 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
       const checked = confirmByStoredState(resolutions, runs);
       stats.unknownTasks += checked.unknown.length;
       stats.disagreed += checked.disagreed.length;
+      stats.overtaken += checked.overtaken.length;
       for (const p of checked.unknown) warnUnknown(p.taskId);
       for (const p of checked.disagreed) noteDisagreed(p.taskId);
-      settle(ch, [...checked.unknown, ...checked.disagreed]);
+      settle(ch, [...checked.unknown, ...checked.overtaken, ...checked.disagreed]);
       // Every graph that has the task as a node hears it: its own graph and graphs depending on it.
       const confirmedIds = new Set(checked.confirmed.map((c) => c.msg.taskId));
       const hearing = hearingAll.filter((h) => confirmedIds.has(h.task_id));

@@ -39,7 +39,9 @@ export interface BridgeStats {
   requeued: number;
   /** signals Temporal refused (their graph's messages are requeued with backoff) */
   failedSignals: number;
-  /** resolutions whose task's stored latest run disagrees with the message (forged or stale): ignored */
+  /** resolutions of a run a later run of the task has overtaken (a rerun was quicker than the message): ignored */
+  overtaken: number;
+  /** resolutions the task's stored run contradicts (its run, or an older one, in another state: forged): ignored */
   disagreed: number;
   /** resolutions of tasks this deployment's database does not know */
   unknownTasks: number;

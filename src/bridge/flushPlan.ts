@@ -31,19 +31,22 @@ export interface Confirmation<M extends FlushItem> {
   confirmed: { msg: M; resolution: Resolution }[];
   /** the task is unknown to this deployment's database (acked, not forwarded) */
   unknown: M[];
-  /** the row disagrees (forged, or overtaken by a rerun): acked, not forwarded */
+  /** the row has a later run (a rerun came before the message, an ordinary race): acked, not forwarded, not logged */
+  overtaken: M[];
+  /** the row's run is the message's (or older) and disagrees: not the queue's word (forged): acked, not forwarded */
   disagreed: M[];
 }
 
 /** Checks each resolution message against its task's stored latest run. */
 export function confirmByStoredState<M extends FlushItem>(resolutions: M[], stored: Pick<LatestRun, 'task_id' | 'run_id' | 'state' | 'reason'>[]): Confirmation<M> {
   const rows = new Map(stored.map((r) => [r.task_id, r]));
-  const result: Confirmation<M> = { confirmed: [], unknown: [], disagreed: [] };
+  const result: Confirmation<M> = { confirmed: [], unknown: [], overtaken: [], disagreed: [] };
   for (const msg of resolutions) {
     const claimed = msg.resolution;
     const row = rows.get(msg.taskId);
     const resolution = row && claimed && row.run_id === claimed.runId && row.state === claimed.state ? runResolution(row) : undefined;
     if (!row) result.unknown.push(msg);
+    else if (!resolution && claimed && row.run_id > claimed.runId) result.overtaken.push(msg);
     else if (!resolution) result.disagreed.push(msg);
     else result.confirmed.push({ msg, resolution });
   }

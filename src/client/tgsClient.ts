@@ -371,6 +371,22 @@ export class TgsClient {
   }
 
   /**
+   * Where an artifact's bytes really are, without reading them (latest run unless `runId`): `s3` artifacts are stored in
+   * tgs's own Postgres (Taskcluster's name for the kind is kept; docs/api.md § Artifacts), their size from a HEAD of the
+   * signed URL the queue gives (undefined while not uploaded); a `reference` is a URL elsewhere; an `error` holds only
+   * its reason.
+   */
+  async whereArtifact(taskId: string, a: ArtifactInfo, options: { runId?: number } = {}): Promise<{ where: string; size?: number }> {
+    if (a.storageType === 'error') return { where: 'error artifact (no bytes)' };
+    const run = options.runId === undefined ? '' : `/runs/${options.runId}`;
+    const target = await this.queue<{ storageType: string; url?: string }>('GET', `/task/${enc(taskId)}${run}/artifact-content/${artifactPath(a.name)}`);
+    if (a.storageType === 'reference' || !target.url) return { where: `reference to ${target.url ?? '?'}` };
+    const res = await fetch(target.url, { method: 'HEAD' }).catch(() => undefined);
+    const length = res?.ok ? res.headers.get('content-length') : null;
+    return { where: res?.status === 404 ? "tgs's Postgres (not uploaded yet)" : "tgs's Postgres", size: length === null ? undefined : Number(length) };
+  }
+
+  /**
    * An artifact's bytes (latest run unless `runId`). Not uploaded yet → TgsApiError 404; an error artifact →
    * TgsApiError 424 `ArtifactNotPresent` with its reason.
    */

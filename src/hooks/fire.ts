@@ -156,7 +156,7 @@ async function fireGraph(
   taskGraphId: string,
   record: (client: pg.PoolClient) => Promise<void>,
 ): Promise<'created' | 'exists'> {
-  const created = await createTaskGraph(env, taskGraphId, graph, { authorize: (expr) => requireScopes(as.role, as.scopes, expr), whenCreated: record });
+  const created = await createTaskGraph(env, taskGraphId, graph, { authorize: (expr) => requireScopes(as.role, as.scopes, expr), whenCreated: record, submittedBy: as.role });
   if (!created.created) return 'exists';
   try {
     await startGraphWorkflow(env.temporal, env.config, env.pool, {

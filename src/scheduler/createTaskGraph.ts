@@ -59,6 +59,8 @@ export async function createTaskGraph(
     now?: Date;
     /** run in the creating transaction once a new graph is written (a hook records its fire there: src/hooks/fire.ts) */
     whenCreated?: (client: pg.PoolClient) => Promise<void>;
+    /** the caller's clientId, stored as the graph's `submitted_by` (migration 039) */
+    submittedBy?: string;
   } = {},
 ): Promise<CreatedGraph & { created: boolean }> {
   const { config, pool } = deps;
@@ -126,9 +128,9 @@ export async function createTaskGraph(
         );
       }
       const { rows } = await client.query<GraphRow>(
-        `UPDATE task_graphs SET routing = $2, graph_hash = $3, scopes = $4, metadata = $5, tags = $6, routes = $7, updated = now()
+        `UPDATE task_graphs SET routing = $2, graph_hash = $3, scopes = $4, metadata = $5, tags = $6, routes = $7, submitted_by = $8, updated = now()
          WHERE task_graph_id = $1 RETURNING *`,
-        [taskGraphId, envelope.routing, intake.graphHash({ ...hashed }), envelope.scopes, envelope.metadata, envelope.tags, routes],
+        [taskGraphId, envelope.routing, intake.graphHash({ ...hashed }), envelope.scopes, envelope.metadata, envelope.tags, routes, options.submittedBy ?? ''],
       );
       await setNodeCounts(client, taskGraphId, intake.count, intake.count);
       await options.whenCreated?.(client);

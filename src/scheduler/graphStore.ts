@@ -11,6 +11,8 @@ export interface GraphRow {
   routing: string;
   /** the graph's routes: its scheduler messages' CC keys `route.<route>` (migration 035) */
   routes: string[];
+  /** the clientId that submitted it ('' when unknown: migration 039) */
+  submitted_by: string;
   state: GraphState;
   origin: 'graph' | 'queue';
   graph_hash: string | null;

@@ -19,7 +19,9 @@ test("confirmByStoredState: the row's latest run decides; the row's reason is wh
     ],
   );
   assert.deepEqual(result.confirmed, [{ msg: a, resolution: { taskId: 'A', runId: 0, state: 'completed', reasonResolved: 'completed' } }]);
-  assert.deepEqual(result.disagreed, [forged, stale]);
+  // a later run stored: the message was overtaken by a rerun (ordinary); the same run in another state: forged
+  assert.deepEqual(result.overtaken, [stale]);
+  assert.deepEqual(result.disagreed, [forged]);
   assert.deepEqual(result.unknown, [unknown]);
 });
 

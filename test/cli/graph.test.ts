@@ -128,7 +128,9 @@ test('submit --wait: a graph that finishes exits 0, with plain progress lines wh
   assert.equal(log.code, 0, log.stderr);
   assert.match(log.stdout, new RegExp(`^testing ${buildId}$`, 'm'), '$subs put the build taskId into the env');
   const artifacts = await tgs(['task', 'artifacts', buildId]);
-  assert.match(artifacts.stdout, /public\/out\.txt\s+s3\s+text\/plain/);
+  // where the bytes really are (tgs's Postgres, not S3) and the size, read with a HEAD: "built\n" is 6 bytes
+  assert.match(artifacts.stdout, /^NAME\s+STORED IN\s+SIZE\s+CONTENT TYPE/m);
+  assert.match(artifacts.stdout, /public\/out\.txt\s+tgs's Postgres\s+6 B\s+text\/plain/);
   assert.match(artifacts.stdout, /public\/logs\/live\.log/);
   const got = await tgs(['task', 'artifacts', buildId, '--get', 'public/out.txt']);
   assert.equal(got.stdout, 'built\n');

@@ -38,12 +38,15 @@ test('the level drops lines below it', () => {
   assert.deepEqual(out.json().map((l) => l.msg), ['shown']);
 });
 
-test('pretty format: readable lines, not JSON', () => {
+test('pretty format: one readable line an event, the part first and the fields after the message', () => {
   const out = capture({ format: 'pretty' });
-  logger('bridge').info({ taskGraphId: 'g' }, 'consuming');
-  assert.match(out.text(), /INFO.*consuming/);
-  assert.match(out.text(), /role: "bridge"/);
-  assert.throws(() => JSON.parse(out.text().split('\n')[0]));
+  logger('bridge').info({ taskGraphId: 'g', runId: 2 }, 'consuming');
+  logger('api').warn('no fields');
+  const lines = out.text().split('\n').filter(Boolean);
+  assert.equal(lines.length, 2, out.text());
+  assert.match(lines[0], /INFO: bridge: consuming \{"taskGraphId":"g","runId":2\}$/);
+  assert.match(lines[1], /WARN: api: no fields$/);
+  assert.throws(() => JSON.parse(lines[0]));
 });
 
 test('lineLogger: a shell worker line about one run carries its taskId and runId', () => {

@@ -184,7 +184,10 @@ test('the graph page: a rerun from the banner is confirmed in the header after t
 test('the list page searches by name or id, owner and duration, and "mine" shows the signed-in client\'s graphs', async () => {
   const me = stack.api.root.clientId;
   const alpha = await put({ ...graphOf({ a: {} }), metadata: { name: 'alpha search', owner: 'ada@example.com' } });
-  const beta = await put({ ...graphOf({ b: {} }), metadata: { name: 'beta search', owner: me } });
+  const beta = await put({ ...graphOf({ b: {} }), metadata: { name: 'beta search', owner: 'me, as I wrote it' } });
+  // "mine" is who submitted a graph, not its free-text owner: alpha as another client submitted it
+  await stack.api.db.pool.query("UPDATE task_graphs SET submitted_by = 'someone-else' WHERE task_graph_id = $1", [alpha.taskGraphId]);
+  assert.equal((await stack.api.db.pool.query('SELECT submitted_by FROM task_graphs WHERE task_graph_id = $1', [beta.taskGraphId])).rows[0].submitted_by, me);
   const page = await newPage();
   const row = (id: string) => `table.graphs tr[data-graph-id="${id}"]`;
   await page.goto(`${stack.api.rootUrl}/ui/${signInLink()}`);

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { byteSize, runOutcome } from '../../src/ui/components/runOutcome.js';
+import { runOutcome } from '../../src/ui/components/runOutcome.js';
+import { byteSize } from '../../src/byteSize.js';
 import { graphDurationMs, matchesSearch, searchOf } from '../../src/ui/components/graphFilter.js';
 
 // The pure helpers of the task page (a run's exit code from its log, sizes) and the list page (its search).
@@ -32,6 +33,7 @@ test('the list search matches name or id, owner, duration and "mine"', () => {
     status: { taskGraphId: 'AbCdEfGhQ1234567890abc', state: 'finished' },
     name: 'Nightly Build',
     owner: 'ada@example.com',
+    submittedBy: 'ada@example.com',
     created: '2026-11-28T11:00:00Z',
     updated: '2026-11-28T11:10:00Z',
     ...over,

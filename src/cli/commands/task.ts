@@ -8,6 +8,7 @@ import { withIds } from '../ids.js';
 import { readLog } from '../liveLog.js';
 import { inspectOne } from '../graphTask.js';
 import { failedTaskDetail, printTaskExplanation } from '../explanation.js';
+import { byteSize } from '../../byteSize.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -158,11 +159,18 @@ export function registerTaskCommand(program: Command): void {
           console.log(`no artifacts${run === undefined ? ' in the latest run' : ` in run ${run}`}`);
           return;
         }
-        const width = Math.max('NAME'.length, ...artifacts.map((a) => a.name.length));
-        console.log(`${'NAME'.padEnd(width)}  STORAGE    CONTENT TYPE                URL`);
-        for (const a of artifacts) {
-          console.log(`${a.name.padEnd(width)}  ${a.storageType.padEnd(9)}  ${a.contentType.padEnd(26)}  ${c.artifactUrl(taskId, a.name, { runId: run })}`);
+        // where each is really stored and its size (a HEAD, never the bytes), 8 at a time
+        const located: { where: string; size?: number }[] = [];
+        for (let i = 0; i < artifacts.length; i += 8) {
+          located.push(...(await Promise.all(artifacts.slice(i, i + 8).map((a) => c.whereArtifact(taskId, a, { runId: run }).catch((err: Error) => ({ where: `unknown (${err.message.split('\n')[0]})`, size: undefined }))))));
         }
+        const width = Math.max('NAME'.length, ...artifacts.map((a) => a.name.length));
+        const whereWidth = Math.max('STORED IN'.length, ...located.map((l) => l.where.length));
+        console.log(`${'NAME'.padEnd(width)}  ${'STORED IN'.padEnd(whereWidth)}  ${'SIZE'.padStart(9)}  CONTENT TYPE                URL`);
+        artifacts.forEach((a, i) => {
+          const { where, size } = located[i];
+          console.log(`${a.name.padEnd(width)}  ${where.padEnd(whereWidth)}  ${(size === undefined ? '-' : byteSize(size)).padStart(9)}  ${a.contentType.padEnd(26)}  ${c.artifactUrl(taskId, a.name, { runId: run })}`);
+        });
       });
     });
 

@@ -25,8 +25,8 @@ export const createTaskGraphEndpoint = declare({
   bodyLimit: (config) => config.maxGraphBytes,
   streamJson: { expand: ['tasks'], maxMemberBytes: TASK_BODY_LIMIT },
   concurrency: 'graphSubmits',
-  async handler({ params, body, deps, authorizeExpression }) {
-    const result = await createTaskGraph(deps, params.taskGraphId, body, { authorize: authorizeExpression });
+  async handler({ params, body, deps, authorizeExpression, auth }) {
+    const result = await createTaskGraph(deps, params.taskGraphId, body, { authorize: authorizeExpression, submittedBy: auth.clientId });
     await startGraphWorkflow(deps.temporal, deps.config, deps.pool, {
       taskGraphId: params.taskGraphId,
       routing: result.graph.routing,

@@ -37,11 +37,12 @@ const listOutput: JsonSchema = {
       items: {
         type: 'object',
         additionalProperties: false,
-        required: ['status', 'name', 'owner', 'origin', 'taskCount', 'counts', 'blockedBy', 'created', 'updated'],
+        required: ['status', 'name', 'owner', 'submittedBy', 'origin', 'taskCount', 'counts', 'blockedBy', 'created', 'updated'],
         properties: {
           status: graphStatusSchema,
           name: { type: 'string', description: "the graph's metadata.name, or '' when it has none" },
           owner: { type: 'string', description: "the graph's metadata.owner, or '' when it has none" },
+          submittedBy: { type: 'string', description: "the clientId that submitted the graph (`hook-id:…` for a hook's fire), or '' when unknown" },
           origin: { type: 'string', enum: ['graph', 'queue'] },
           taskCount: { type: 'integer', minimum: 0 },
           counts: countsSchema,
@@ -87,6 +88,7 @@ export const listTaskGraphsEndpoint = declare({
         status: graphStatus(r),
         name: typeof r.metadata?.name === 'string' ? r.metadata.name : '',
         owner: typeof r.metadata?.owner === 'string' ? r.metadata.owner : '',
+        submittedBy: r.submitted_by ?? '',
         origin: r.origin,
         taskCount: r.task_count,
         counts: counts.get(r.task_graph_id),

@@ -19,6 +19,8 @@ export interface ListedGraph {
   status: { taskGraphId: string; state: string };
   name: string;
   owner: string;
+  /** who submitted it (the API's listTaskGraphs): "mine" is the signed-in clientId's graphs */
+  submittedBy: string;
   created: string;
   updated: string;
 }
@@ -44,6 +46,6 @@ export function matchesSearch(g: ListedGraph, search: GraphSearch, clientId: str
   if (text && !g.name.toLowerCase().includes(text) && !g.status.taskGraphId.toLowerCase().includes(text)) return false;
   if (search.owner && !g.owner.toLowerCase().includes(search.owner.toLowerCase())) return false;
   if (search.minMinutes > 0 && graphDurationMs(g, now) < search.minMinutes * 60_000) return false;
-  if (search.mine && (!clientId || g.owner !== clientId)) return false;
+  if (search.mine && (!clientId || g.submittedBy !== clientId)) return false;
   return true;
 }

@@ -14,6 +14,7 @@ interface GraphSummary {
   status: { taskGraphId: string; state: string; routing: string };
   name: string;
   owner: string;
+  submittedBy: string;
   taskCount: number;
   counts: Record<string, number>;
   blockedBy: string[];
