@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { stopInOrder } from '../stopInOrder.js';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import slugid from 'slugid';
@@ -217,14 +218,8 @@ export function registerDevCommand(program: Command): void {
       let stopping: Promise<void> | undefined;
       const stop = () =>
         (stopping ??= (async () => {
-          for (const { name, run } of cleanups.reverse()) {
-            // a part that takes its time (the scheduler worker drains its activities: 19.5 s in a review) says so
-            const started = Date.now();
-            const progress = setInterval(() => console.log(`tgs dev: stopping ${name} (${Math.round((Date.now() - started) / 1000)} s so far)`), STOP_PROGRESS_MS);
-            await run()
-              .catch((err: unknown) => console.error(`tgs dev: stopping ${name}: ${(err as Error).message}`))
-              .finally(() => clearInterval(progress));
-          }
+          const say = { progress: (line: string) => console.log(`tgs dev: ${line}`), error: (line: string) => console.error(`tgs dev: ${line}`) };
+          await stopInOrder(cleanups, say, STOP_PROGRESS_MS);
         })());
       try {
         // First, so every part's logger writes in the chosen format.
