@@ -372,7 +372,7 @@ export class TgsClient {
 
   /**
    * Where an artifact's bytes really are, without reading them (latest run unless `runId`): `s3` artifacts are stored in
-   * tgs's own Postgres (Taskcluster's name for the kind is kept; docs/api.md § Artifacts), their size from a HEAD of the
+   * tgs's own Postgres (Taskcluster's name for the kind is kept), their size from a HEAD of the
    * signed URL the queue gives (undefined while not uploaded); a `reference` is a URL elsewhere; an `error` holds only
    * its reason.
    */
