@@ -96,5 +96,8 @@ export const FORWARDER_JS = [
  * it; $TGS_NODE, $TGS_FWD, $TGS_API_PORT and $TGS_API_SOCK come from the prelude's positional parameters.
  */
 export const START_FORWARDER = (run: string) =>
-  `r=$(${run} "$TGS_NODE" --max-old-space-size=16 -e "$TGS_FWD" "$TGS_API_PORT" "$TGS_API_SOCK" 2>/dev/null &); ` +
-  '[ "$r" = ready ] || { echo "tgs: the API forwarder could not start in the sandbox (node: $TGS_NODE)" >&2; exit 125; }';
+  `tgs_fwd() { r=$(${run} "$1" --max-old-space-size=16 -e "$TGS_FWD" "$TGS_API_PORT" "$TGS_API_SOCK" 2>/dev/null &); }; ` +
+  // the worker's node can sit where the run's uid cannot reach it (Node 26 from ~/.cache under a 0700 /root: every run
+  // of the examples failed with 125 on it): then the system's node on PATH serves
+  'tgs_fwd "$TGS_NODE"; [ "$r" = ready ] || tgs_fwd node; ' +
+  '[ "$r" = ready ] || { echo "tgs: the API forwarder could not start in the sandbox (node: $TGS_NODE, nor node on PATH)" >&2; exit 125; }';
