@@ -24,6 +24,7 @@ import type { Logger } from '../log.js';
 import { observeHops } from '../observability/hops.js';
 import { withHeartbeat } from './heartbeat.js';
 import { resolveReadyFromCache } from '../taskCache/dispatch.js';
+import { resolveReadyByCutoff } from '../scheduler/earlyCutoff.js';
 import { hookActivities } from './hooks.js';
 import { cancelRequestOf } from './workflowHistory.js';
 import type { Activities, DispatchResult, PublishResult, RefusedRerun } from '../workflows/activityContract.js';
@@ -132,15 +133,19 @@ export function createActivities(deps: ActivityDeps): Activities {
       let becamePending: string[] = [];
       let hops: Parameters<typeof observeHops>[0] = [];
       await withTransaction(pool, async (client) => {
-        const { members, cached } = await dispatchMembers(client, taskGraphId, taskIds);
+        const { members, cached, cutoff } = await dispatchMembers(client, taskGraphId, taskIds);
         const wanted = items.filter((i) => i.kind === 'schedule').map((i) => i.taskId);
         const ready = await readyTasks(client, wanted.filter((id) => members.has(id)));
         const readyIds = wanted.filter((id) => ready.has(id));
         unready.push(...wanted.filter((id) => !ready.has(id)));
         // cached nodes found in the cache are resolved from it instead (their resolutions come back below); it is
         // given every ready task, as it locks them all in taskId order before the schedule does
+        // cached nodes found in the cache are resolved from it, then an amend's dependents the early cutoff keeps
+        // (src/scheduler/earlyCutoff.ts); their resolutions come back below. Each is given every ready task, as each
+        // locks them all in taskId order before the schedule does
         const fromCache = readyIds.some((id) => cached.has(id)) ? await resolveReadyFromCache(client, config, taskGraphId, readyIds, new Date()) : new Set<string>();
-        const toSchedule = fromCache.size > 0 ? readyIds.filter((id) => !fromCache.has(id)) : readyIds;
+        const kept = readyIds.some((id) => cutoff.has(id)) ? await resolveReadyByCutoff(client, config, taskGraphId, readyIds, fromCache, new Date()) : new Set<string>();
+        const toSchedule = fromCache.size > 0 || kept.size > 0 ? readyIds.filter((id) => !fromCache.has(id) && !kept.has(id)) : readyIds;
         if (toSchedule.length > 0) {
           const statuses = await scheduleTasks(client, config, toSchedule);
           const firstRuns = statuses.filter((s) => s.state === 'pending' && s.runs.length === 1);

@@ -37,6 +37,12 @@ export function printGraphExplanation(e: GraphExplanation): void {
   for (const c of e.rootCauses) console.log(causeLine(c));
   if (e.omittedRootCauses > 0) console.log(`  (${e.omittedRootCauses} more root causes, each explaining fewer tasks: --limit)`);
   if (e.workflow === 'unavailable') console.log('  (the graph\'s workflow did not answer: explained from the queue\'s rows alone)');
+  if (e.lastAmend) {
+    const a = e.lastAmend;
+    console.log(`Amend #${a.amend} by ${a.who} at ${a.created}:`);
+    for (const n of a.nodes) console.log(`  ${n.label.padEnd(24)} ${n.amended.padEnd(9)} ${n.cutoff ?? ''}`.trimEnd());
+    if (a.omittedNodes > 0) console.log(`  (${a.omittedNodes} more amended tasks: --limit, or tgs graph inspect)`);
+  }
 }
 
 /** The command that acts on the graph's first root cause, or undefined when none would help. */

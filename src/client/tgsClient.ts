@@ -41,6 +41,8 @@ export interface AmendedGraph {
   classification: { changed: string[]; metadata: string[]; added: string[]; dependent: string[]; removed: string[]; unchanged: number };
   /** the new tasks, by label */
   tasks: { label: string; taskId: string }[];
+  /** dependents whose completed run is kept, without a claim, if what they require comes out byte-identical (docs/formats.md § Early cutoff) */
+  mayBeKept: string[];
   /** `updated` (the running workflow heard it), `started` (a finished graph runs again), `unchanged`, `not-running` (resume the graph), `dry-run` */
   workflow: 'updated' | 'started' | 'unchanged' | 'not-running' | 'dry-run';
 }
@@ -99,6 +101,12 @@ export interface GraphTask {
   reruns: number;
   rerunsLeft: number;
   state: TaskState | 'missing';
+  /** what the graph's last amend did to the task (docs/formats.md § Amend) */
+  amended?: 'changed' | 'added' | 'dependent' | 'metadata';
+  /** the task it replaced */
+  replaces?: string;
+  /** a dependent's early cutoff: "kept: build's outputs unchanged", "rerun: …", or what it waits for */
+  cutoff?: string;
 }
 
 export interface ArtifactInfo {

@@ -25,6 +25,8 @@ export interface ArtifactRow {
   expires: Date;
   details: { url?: string; reason?: string; message?: string; contentLength?: number };
   present: boolean;
+  /** sha256 of the uploaded bytes (migration 040), null until uploaded */
+  sha256: Buffer | null;
 }
 
 export type CreateArtifactRequest =
@@ -192,6 +194,8 @@ export async function storeArtifactData(
   let total = 0;
   let pending: Buffer[] = [];
   let pendingBytes = 0;
+  // digested as it streams in, so the early cutoff compares runs' outputs without reading them again
+  const sha256 = createHash('sha256');
   const flush = async (chunk: Buffer) => {
     await client.query('INSERT INTO artifact_data (task_id, run_id, name, seq, data) VALUES ($1, $2, $3, $4, $5)', [...key, seq, chunk]);
     seq += 1;
@@ -200,6 +204,7 @@ export async function storeArtifactData(
     for await (const piece of data) {
       let buf = typeof piece === 'string' ? Buffer.from(piece) : piece;
       total += buf.length;
+      sha256.update(buf);
       if (total > maxBytes) throw new TgsError('InputTooLarge', `The artifact is larger than this deployment accepts (TGS_MAX_ARTIFACT_BYTES=${maxBytes})`);
       while (pendingBytes + buf.length >= ARTIFACT_CHUNK_BYTES) {
         const take = ARTIFACT_CHUNK_BYTES - pendingBytes;
@@ -221,9 +226,9 @@ export async function storeArtifactData(
   // An empty artifact is one empty chunk, so "uploaded" and "empty" stay distinguishable from "not uploaded".
   if (pendingBytes > 0 || seq === 0) await flush(Buffer.concat(pending));
   await client.query(
-    `UPDATE artifacts SET present = true, details = details || jsonb_build_object('contentLength', $4::bigint)
+    `UPDATE artifacts SET present = true, sha256 = $5, details = details || jsonb_build_object('contentLength', $4::bigint)
      WHERE task_id = $1 AND run_id = $2 AND name = $3`,
-    [...key, total],
+    [...key, total, sha256.digest()],
   );
   return total;
 }
@@ -233,8 +238,8 @@ export async function storeArtifactData(
  * cache the source's (docs/formats.md § Cached tasks). Readers get the source's rows, so the source's expiry and
  * kind apply, and a download is signed for the source's artifact; the scope asked is the artifact's name either way.
  */
-const ARTIFACT_RUN = `SELECT COALESCE(t.runs -> $2::int -> 'cachedFrom' ->> 'taskId', t.task_id) AS task_id,
-         COALESCE((t.runs -> $2::int -> 'cachedFrom' ->> 'runId')::int, $2::int) AS run_id
+export const ARTIFACT_RUN = `SELECT COALESCE(t.runs -> $2::int -> 'cachedFrom' ->> 'taskId', t.runs -> $2::int -> 'keptFrom' ->> 'taskId', t.task_id) AS task_id,
+         COALESCE((t.runs -> $2::int -> 'cachedFrom' ->> 'runId')::int, (t.runs -> $2::int -> 'keptFrom' ->> 'runId')::int, $2::int) AS run_id
     FROM tasks t WHERE t.task_id = $1`;
 
 export async function loadArtifact(db: Queryable, a: { taskId: string; runId: number; name: string }): Promise<ArtifactRow> {

@@ -15,6 +15,8 @@ export interface RunOf<State extends string> {
   resolved?: string;
   /** a run resolved from the cache: the run it reuses (docs/formats.md § Cached tasks) */
   cachedFrom?: { taskId: string; runId: number; key: string; tier: string };
+  /** a run kept by an amend's early cutoff: the run of the task it replaces (docs/formats.md § Early cutoff) */
+  keptFrom?: { taskId: string; runId: number };
 }
 
 /** Taskcluster allows at most 50 runs of a task (runIds 0 to 49). */

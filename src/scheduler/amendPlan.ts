@@ -88,3 +88,30 @@ export function summarize(plan: AmendPlan): Record<Exclude<AmendClass, 'unchange
   for (const list of [out.changed, out.metadata, out.added, out.dependent, out.removed]) list.sort();
   return out;
 }
+
+/** A dependent the early cutoff may keep: the task it replaces, and the replaced labels it requires with their old taskIds. */
+export interface CutoffCandidate {
+  from: string;
+  inputs: { label: string; old: string }[];
+}
+
+/**
+ * The dependents the early cutoff may keep (docs/formats.md § Early cutoff): those whose stored task completed (what
+ * it read then is known) and whose replaced inputs are all among its `requires` (a label named only in `$subs` is not
+ * waited for, so its outputs cannot be compared before the dependent would run). Nodes stored before digests were
+ * kept are `changed`, never dependents, so they are not candidates.
+ */
+export function cutoffCandidates(plan: AmendPlan, stored: readonly StoredNode[], incoming: readonly IncomingNode[], requiresOf: (label: string) => readonly string[]): Map<string, CutoffCandidate> {
+  const byLabel = new Map(stored.map((n) => [n.label, n]));
+  const replaced = new Set(plan.replaced);
+  const out = new Map<string, CutoffCandidate>();
+  for (const node of incoming) {
+    const old = byLabel.get(node.label);
+    if (plan.classes.get(node.label) !== 'dependent' || old?.state !== 'completed') continue;
+    const requires = new Set(requiresOf(node.label));
+    const inputs = node.dependsOn.filter((d) => replaced.has(d));
+    if (inputs.length === 0 || inputs.some((d) => !requires.has(d) || !byLabel.has(d))) continue;
+    out.set(node.label, { from: old.taskId, inputs: inputs.sort().map((label) => ({ label, old: (byLabel.get(label) as StoredNode).taskId })) });
+  }
+  return out;
+}

@@ -14,7 +14,8 @@ import { graphNodeSchema, LABEL_PATTERN, type GraphNodeInput } from './graphSche
 import { describeGraphErrors, prepareNode, substitute, type GraphErrors } from './prepareGraph.js';
 import { getGraph, setNodeCounts, type GraphRow } from './graphStore.js';
 import { nodeDigests } from './nodeDigests.js';
-import { planAmend, summarize, type AmendPlan, type IncomingNode, type StoredNode } from './amendPlan.js';
+import { cutoffCandidates, planAmend, summarize, type AmendPlan, type CutoffCandidate, type IncomingNode, type StoredNode } from './amendPlan.js';
+import type { CutoffSpec } from './earlyCutoff.js';
 
 const LABEL = new RegExp(LABEL_PATTERN);
 /** An amend's body is held whole (it is classified before anything is written): the graph body limit bounds it. */
@@ -31,6 +32,8 @@ export interface AmendResult {
   superseded: number[];
   dryRun: boolean;
   seq?: number;
+  /** dependents whose completed run is kept if what they require comes out byte-identical (the early cutoff) */
+  mayBeKept: string[];
 }
 
 /** The body's nodes, validated (defaults filled, as the intake fills them); problems by label. */
@@ -190,6 +193,8 @@ export async function amendTaskGraph(
     const storedList = await storedNodes(client, taskGraphId);
     const plan = planAmend(storedList, incoming);
     const summary = summarize(plan);
+    const candidates = cutoffCandidates(plan, storedList, incoming, (label) => nodes.get(label)?.requires ?? []);
+    const mayBeKept = [...candidates.keys()].sort();
     const now = new Date();
     const replaced = new Set(plan.replaced);
     const kept = new Map<string, { taskId: string; idx: number }>();
@@ -206,7 +211,7 @@ export async function amendTaskGraph(
     for (const label of plan.replaced) intake.add(label, nodes.get(label), newTaskId);
     if (plan.replaced.length > 0) intake.finish(graph.scopes);
     // a dry run checks everything a real one would, then writes nothing
-    if (options.dryRun) return { graph, stateBefore: graph.state, summary, tasks: [], superseded: await supersededIdx(client, taskGraphId), dryRun: true };
+    if (options.dryRun) return { graph, stateBefore: graph.state, summary, tasks: [], superseded: await supersededIdx(client, taskGraphId), dryRun: true, mayBeKept };
 
     // checked: now the writes
     const outgoing = storedList.filter((n) => replaced.has(n.label) || plan.removed.includes(n.label));
@@ -222,6 +227,8 @@ export async function amendTaskGraph(
       );
     }
     await patchMetadata(client, patches);
+    const tasks = [...intake.created()].flat();
+    await markAmended(client, taskGraphId, plan, tasks, candidates);
     // a patched node's digest is now the file's, so the same file amended again finds it unchanged
     const patchedDigests = plan.patched.map((label) => ({ idx: (stored.get(label) as StoredNode).idx, digest: (incoming.find((n) => n.label === label) as IncomingNode).digest }));
     await client.query(
@@ -247,9 +254,38 @@ export async function amendTaskGraph(
       );
       row = rows[0];
     }
-    const tasks = [...intake.created()].flat();
-    return { graph: row, stateBefore: graph.state, summary, tasks, superseded: await supersededIdx(client, taskGraphId), dryRun: false, seq: seqRows[0].seq };
+    return { graph: row, stateBefore: graph.state, summary, tasks, superseded: await supersededIdx(client, taskGraphId), dryRun: false, seq: seqRows[0].seq, mayBeKept };
   });
+}
+
+/** graph_nodes.amended (migration 040) for each class's code; `removed` and `unchanged` mark nothing. */
+const AMENDED_CODE = { changed: 'c', added: 'a', dependent: 'd', metadata: 'm' } as const;
+
+/**
+ * Marks what this amend did to each node (the marks of the amend before are cleared) and gives each cutoff candidate
+ * its spec, with its inputs' new taskIds (src/scheduler/earlyCutoff.ts decides it when it is ready).
+ */
+async function markAmended(
+  db: Queryable,
+  taskGraphId: string,
+  plan: AmendPlan,
+  tasks: { label: string; taskId: string }[],
+  candidates: Map<string, CutoffCandidate>,
+): Promise<void> {
+  const newTaskId = new Map(tasks.map((t) => [t.label, t.taskId]));
+  const marks: { label: string; code: string; cutoff: CutoffSpec | null }[] = [];
+  for (const [label, c] of plan.classes) {
+    if (!(c in AMENDED_CODE)) continue;
+    const candidate = candidates.get(label);
+    const cutoff = candidate ? { from: candidate.from, inputs: candidate.inputs.map((i) => ({ ...i, new: newTaskId.get(i.label) as string })) } : null;
+    marks.push({ label, code: AMENDED_CODE[c as keyof typeof AMENDED_CODE], cutoff });
+  }
+  await db.query('UPDATE graph_nodes SET amended = NULL WHERE task_graph_id = $1 AND amended IS NOT NULL', [taskGraphId]);
+  await db.query(
+    `UPDATE graph_nodes n SET amended = v.code::"char", cutoff = v.cutoff FROM jsonb_to_recordset($2::jsonb) AS v(label text, code text, cutoff jsonb)
+      WHERE n.task_graph_id = $1 AND n.member AND n.label = v.label`,
+    [taskGraphId, JSON.stringify(marks)],
+  );
 }
 
 async function supersededIdx(db: Queryable, taskGraphId: string): Promise<number[]> {

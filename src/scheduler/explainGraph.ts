@@ -4,6 +4,7 @@ import { queueAvailability } from '../queue/queueAvailability.js';
 import { isPendingSql, isUnresolvedSql } from '../queue/taskRow.js';
 import type { ExplainQueryResult, GraphState } from '../workflows/contract.js';
 import type { GraphRow } from './graphStore.js';
+import type { LastAmend } from './lastAmend.js';
 
 /**
  * One root cause of a graph's unresolved tasks. `count`: the unresolved member tasks it explains (each counted under
@@ -38,6 +39,8 @@ export interface GraphExplanation {
   reconciling: boolean;
   /** who ended the graph and why (canceled, terminated), as recorded with its state */
   stateReason?: string;
+  /** the graph's last amend and what it did node by node, with each dependent's early cutoff (the API adds it) */
+  lastAmend?: LastAmend;
 }
 
 /**

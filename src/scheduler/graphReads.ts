@@ -3,6 +3,7 @@ import type { Queryable } from '../db/pool.js';
 import { MISSING_TASK_CHAR, TASK_STATE_CHAR } from '../taskStates.js';
 import { TgsError } from '../errors.js';
 import type { GraphRow } from './graphStore.js';
+import type { CutoffSpec } from './earlyCutoff.js';
 
 /**
  * The scheduler API's reads of the graph tables (task_graphs, graph_nodes) joined with the queue's tasks: the list,
@@ -89,6 +90,10 @@ export interface InspectRow {
   dependents: string[];
   /** how many dependents the task has */
   dependent_count: number;
+  /** what the last amend did to it (graph_nodes.amended), the task it replaced, and its early cutoff */
+  amended: 'c' | 'a' | 'd' | 'm' | null;
+  replaces: string | null;
+  cutoff: Pick<CutoffSpec, 'inputs' | 'outcome'> | null;
 }
 
 /**
@@ -101,7 +106,9 @@ export const MAX_INSPECT_EDGES = 10_000;
 
 /** The node columns of an inspect answer, with its edge lists, for the rows of `n` (aliased) that pass `keep`. */
 const inspectColumns = (keep: string) => `
-  n.idx, n.label, n.task_id, n.reruns, n.reruns_left, t.state, n.dependent_count,
+  n.idx, n.label, n.task_id, n.reruns, n.reruns_left, t.state, n.dependent_count, n.amended::text AS amended, n.cutoff,
+  CASE WHEN n.amended IN ('c', 'd') THEN (SELECT o.task_id FROM graph_nodes o
+       WHERE o.task_graph_id = n.task_graph_id AND o.superseded_by = n.idx LIMIT 1) END AS replaces,
   CASE WHEN ${keep} THEN ARRAY(SELECT coalesce(r.label, r.task_id) FROM graph_nodes r
        WHERE r.task_graph_id = n.task_graph_id AND r.idx = ANY(n.requires) ORDER BY r.idx) END AS requires,
   CASE WHEN ${keep} THEN ARRAY(SELECT coalesce(d.label, d.task_id) FROM task_dependencies td
@@ -172,11 +179,20 @@ export interface EncodedNodes {
   resolved: string;
   /** '1' where the latest run was reused from the cache, else '0' */
   cached: string;
+  /** one character per node: what the last amend did to it (AMEND_MARK_SQL) */
+  amend: string;
 }
 
 const STATE_CHAR_SQL = `CASE state ${Object.entries(TASK_STATE_CHAR)
   .map(([state, ch]) => `WHEN '${state}' THEN '${ch}'`)
   .join(' ')} ELSE '${MISSING_TASK_CHAR}' END`;
+
+/**
+ * What the last amend did to a node (the nodes answer's `amend`): 's' superseded, 'k' a dependent the early cutoff
+ * kept, else graph_nodes.amended ('c', 'a', 'd', 'm'), '-' for none.
+ */
+const AMEND_MARK_SQL = `CASE WHEN superseded_by IS NOT NULL THEN 's' WHEN amended = 'd' AND cutoff -> 'outcome' ->> 'kept' = 'true' THEN 'k'
+  ELSE coalesce(amended::text, '-') END`;
 
 /** ms after $3 (the graph's timeBase) of a run's time, as JSON text. */
 const runTimeSql = (field: 'started' | 'resolved') =>
@@ -200,14 +216,15 @@ export const ENCODED_NODES_SQL = `SELECT count(*)::int AS count,
   coalesce(string_agg(coalesce(jsonb_array_length(runs), 0)::text, ','), '') AS runs,
   coalesce(string_agg(${runTimeSql('started')}, ','), '') AS started,
   coalesce(string_agg(${runTimeSql('resolved')}, ','), '') AS resolved,
-  coalesce(string_agg(CASE WHEN runs -> -1 ? 'cachedFrom' THEN '1' ELSE '0' END, ''), '') AS cached
+  coalesce(string_agg(CASE WHEN runs -> -1 ? 'cachedFrom' THEN '1' ELSE '0' END, ''), '') AS cached,
+  coalesce(string_agg(${AMEND_MARK_SQL}, ''), '') AS amend
 FROM (
-  SELECT idx, task_id, member, label, requires, state, runs FROM (
-    SELECT n.idx, n.task_id, n.member, n.label, n.requires, t.state, t.runs
+  SELECT idx, task_id, member, label, requires, state, runs, superseded_by, amended, cutoff FROM (
+    SELECT n.idx, n.task_id, n.member, n.label, n.requires, t.state, t.runs, n.superseded_by, n.amended, n.cutoff
     FROM graph_nodes n LEFT JOIN tasks t ON t.task_id = n.task_id AND t.task_group_id = $1
     WHERE n.task_graph_id = $1 AND n.idx >= $2 AND n.member
     UNION ALL
-    SELECT n.idx, n.task_id, n.member, n.label, n.requires, t.state, t.runs
+    SELECT n.idx, n.task_id, n.member, n.label, n.requires, t.state, t.runs, n.superseded_by, n.amended, n.cutoff
     FROM graph_nodes n LEFT JOIN LATERAL (SELECT state, runs FROM tasks WHERE task_id = n.task_id LIMIT 1) t ON true
     WHERE n.task_graph_id = $1 AND n.idx >= $2 AND NOT n.member
   ) u ORDER BY idx

@@ -77,7 +77,8 @@ export const GRAPH_MEMBERS_SQL = `SELECT task_id FROM graph_nodes WHERE task_id 
  * GRAPH_MEMBERS_SQL with whether each member is a cached node (has a task_cache row), for a dispatch: it reads the
  * cache's rows only when a task it schedules is one, instead of a read of task_cache every dispatch.
  */
-export const DISPATCH_MEMBERS_SQL = `SELECT n.task_id, ${hasCacheRowSql('n.task_id')} AS cached FROM graph_nodes n
+export const DISPATCH_MEMBERS_SQL = `SELECT n.task_id, ${hasCacheRowSql('n.task_id')} AS cached,
+  n.cutoff IS NOT NULL AND NOT n.cutoff ? 'outcome' AS cutoff FROM graph_nodes n
   WHERE n.task_id = ${anyOf('$2', 'text')} AND n.task_graph_id || '' = $1 AND n.member`;
 
 /**
@@ -138,11 +139,22 @@ export async function memberTaskIds(db: Queryable, taskGraphId: string, taskIds:
   return new Set(rows.map((r) => r.task_id));
 }
 
-/** Which of these taskIds are member tasks of the graph, and which of those are cached nodes (DISPATCH_MEMBERS_SQL). */
-export async function dispatchMembers(db: Queryable, taskGraphId: string, taskIds: string[]): Promise<{ members: Set<string>; cached: Set<string> }> {
-  if (taskIds.length === 0) return { members: new Set(), cached: new Set() };
-  const { rows } = await db.query<{ task_id: string; cached: boolean }>(prepared(DISPATCH_MEMBERS_SQL, [taskGraphId, taskIds]));
-  return { members: new Set(rows.map((r) => r.task_id)), cached: new Set(rows.filter((r) => r.cached).map((r) => r.task_id)) };
+/**
+ * Which of these taskIds are member tasks of the graph, which of those are cached nodes, and which wait for an early
+ * cutoff's decision (DISPATCH_MEMBERS_SQL).
+ */
+export async function dispatchMembers(
+  db: Queryable,
+  taskGraphId: string,
+  taskIds: string[],
+): Promise<{ members: Set<string>; cached: Set<string>; cutoff: Set<string> }> {
+  if (taskIds.length === 0) return { members: new Set(), cached: new Set(), cutoff: new Set() };
+  const { rows } = await db.query<{ task_id: string; cached: boolean; cutoff: boolean }>(prepared(DISPATCH_MEMBERS_SQL, [taskGraphId, taskIds]));
+  return {
+    members: new Set(rows.map((r) => r.task_id)),
+    cached: new Set(rows.filter((r) => r.cached).map((r) => r.task_id)),
+    cutoff: new Set(rows.filter((r) => r.cutoff).map((r) => r.task_id)),
+  };
 }
 
 /** A member node as stored: its requires as idx of other nodes of the graph. */

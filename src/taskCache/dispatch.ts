@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
-import { resolveFromCache } from '../queue/resolveFromCache.js';
+import { resolveFromEarlierRuns } from '../queue/resolveFromEarlierRuns.js';
 import { resolveTaskGroupsIfDone } from '../queue/taskGroups.js';
 import { lookUpCache } from './lookup.js';
 import { cacheRows, recordLookups, type CachedFrom } from './store.js';
@@ -25,7 +25,7 @@ export async function resolveReadyFromCache(client: pg.PoolClient, config: Confi
     lookups.push({ taskId: row.taskId, lookup: outcome.lookup, ...(outcome.hit ? { cachedFrom: outcome.hit } : {}) });
   }
   const hits = lookups.flatMap((l) => (l.cachedFrom ? [{ taskId: l.taskId, cachedFrom: l.cachedFrom }] : []));
-  const resolved = await resolveFromCache(client, config, hits, now);
+  const resolved = await resolveFromEarlierRuns(client, config, hits, now);
   const resolvedIds = new Set(resolved.map((r) => r.task_id));
   // a hit the queue did not take (a cancel or the deadline came first) is recorded as the lookup found it, without its source
   await recordLookups(client, lookups.map((l) => (l.cachedFrom && !resolvedIds.has(l.taskId) ? { taskId: l.taskId, lookup: l.lookup } : l)));

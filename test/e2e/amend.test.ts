@@ -2,21 +2,35 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { eventually } from '../../support/stack.js';
-import type { ClaimedTask } from '../../support/fastWorker.js';
+import type { ClaimedTask, Outcome } from '../../support/fastWorker.js';
 import { fastTask } from '../../support/graphs.js';
 import { useStack } from '../helpers/stackFixture.js';
 import { createClient } from '../../src/auth/clients.js';
 import { ApiClient, TgsApiError } from '../../src/client/http.js';
+import { ArtifactUploader } from '../../src/shellWorker/artifacts.js';
 
 /*
- * Amend on the real stack (docs/formats.md § Amend): the edited graph file classified label by label, exactly the
- * changed labels and their dependents rerun. The worker records every claim by taskId.
+ * Amend on the real stack (docs/formats.md § Amend, § Early cutoff): the edited graph file classified label by label,
+ * exactly the changed labels rerun, and their dependents unless what they require came out byte-identical. The worker
+ * records every claim by taskId; a task whose payload has `output` uploads it as public/out.txt, after a log that
+ * differs on every run (logs are not outputs).
  */
 const claims: string[] = [];
+async function run(t: ClaimedTask): Promise<Outcome> {
+  const payload = t.task.payload as { output?: string; outputExpiresInMs?: number; outcomes?: Outcome[] };
+  if (typeof payload.output === 'string') {
+    const uploader = new ArtifactUploader(() => new ApiClient(stack.api.rootUrl, t.credentials), t.taskId, t.runId);
+    const expires = new Date(Date.now() + (payload.outputExpiresInMs ?? 2 * 86_400_000)).toISOString();
+    await uploader.upload('public/logs/live.log', Buffer.from(`run ${t.runId} of ${t.taskId} at ${new Date().toISOString()}\n`), 'text/plain', expires);
+    await uploader.upload('public/out.txt', Buffer.from(payload.output), 'text/plain', expires);
+  }
+  return payload.outcomes?.[t.runId] ?? payload.outcomes?.at(-1) ?? 'completed';
+}
 const stack = useStack({
   worker: {
     concurrency: 4,
     onClaim: (t: ClaimedTask) => claims.push(t.taskId),
+    decide: run,
   },
 });
 
@@ -38,6 +52,7 @@ interface AmendAnswer {
   workflow: string;
   classification: { changed: string[]; metadata: string[]; added: string[]; dependent: string[]; removed: string[]; unchanged: number };
   tasks: { label: string; taskId: string }[];
+  mayBeKept: string[];
 }
 
 async function submit(graph: unknown) {
@@ -55,13 +70,21 @@ const members = async (taskGraphId: string) =>
   (await stack.api.db.pool.query<{ label: string; task_id: string }>('SELECT label, task_id FROM graph_nodes WHERE task_graph_id = $1 AND member ORDER BY label', [taskGraphId])).rows;
 const claimsOf = (taskId: string) => claims.filter((c) => c === taskId).length;
 
-const pipeline = (buildScript: string): Record<string, Node> => ({
+const pipeline = (buildScript: string, buildOutput = 'app v1'): Record<string, Node> => ({
   lint: { payload: { script: 'eslint .' } },
-  build: { payload: { script: buildScript } },
-  test: { requires: ['build'], payload: { script: 'npm test' } },
+  build: { payload: { script: buildScript, output: buildOutput } },
+  test: { requires: ['build'], payload: { script: 'npm test', output: 'ok' } },
 });
+const status = (taskId: string) =>
+  stack.root.request<{ status: { state: string; runs: { workerGroup?: string; keptFrom?: { taskId: string; runId: number } }[] } }>('queue', 'GET', `/task/${taskId}/status`);
+const inspect = (taskGraphId: string, label: string) =>
+  stack.root.request<{ taskId: string; amended?: string; replaces?: string; cutoff?: string }>('scheduler', 'GET', `/task-graph/${taskGraphId}/inspect/${label}`);
+const amendMarks = async (taskGraphId: string) => {
+  const nodes = await stack.root.request<{ labels: string[]; amend: string; members: string; taskIds: string }>('scheduler', 'GET', `/task-graph/${taskGraphId}/nodes`);
+  return Object.fromEntries([...nodes.amend].map((mark, i) => [nodes.members[i] === '1' ? nodes.labels[i] : `old:${nodes.taskIds.slice(i * 22, i * 22 + 22)}`, mark]));
+};
 
-test('a finished graph: the dry run changes nothing; a comment changed in build reruns build and test, keeps lint, and finishes the graph again', async () => {
+test('a finished graph: the dry run changes nothing; a comment changed in build reruns build, whose identical bytes keep test without a claim; lint is kept and the graph finishes again', async () => {
   const g = await submit(file(pipeline('make all')));
   await waitState(g.taskGraphId, 'finished');
   const before = await members(g.taskGraphId);
@@ -72,6 +95,7 @@ test('a finished graph: the dry run changes nothing; a comment changed in build 
   assert.equal(dry.dryRun, true);
   assert.equal(dry.workflow, 'dry-run');
   assert.deepEqual(dry.classification, { changed: ['build'], metadata: ['lint'], added: [], dependent: ['test'], removed: [], unchanged: 0 });
+  assert.deepEqual(dry.mayBeKept, ['test']);
   assert.deepEqual(dry.tasks, []);
   assert.equal(await graphState(g.taskGraphId), 'finished', 'a dry run leaves the graph finished');
   assert.deepEqual(await members(g.taskGraphId), before, 'a dry run writes no node');
@@ -86,9 +110,28 @@ test('a finished graph: the dry run changes nothing; a comment changed in build 
   assert.deepEqual([...fresh.keys()].sort(), ['build', 'test']);
   await waitState(g.taskGraphId, 'finished');
   assert.equal(claimsOf(fresh.get('build') as string), 1);
-  assert.equal(claimsOf(fresh.get('test') as string), 1);
-  assert.equal(claims.length - claimsBefore, 2, 'lint was not run again');
+  assert.equal(claimsOf(fresh.get('test') as string), 0, 'test was kept: zero claims');
+  assert.equal(claims.length - claimsBefore, 1, 'only build ran again');
   assert.equal(claimsOf(g.ids.get('lint') as string), 1);
+  // the kept test: completed from the run of the task it replaces, its artifacts read there
+  const kept = (await status(fresh.get('test') as string)).status;
+  assert.equal(kept.state, 'completed');
+  assert.deepEqual(kept.runs[0].keptFrom, { taskId: g.ids.get('test'), runId: 0 });
+  assert.equal(kept.runs[0].workerGroup, 'tgs-cutoff');
+  const out = await fetch(`${stack.api.rootUrl}/api/queue/v1/task/${fresh.get('test')}/runs/0/artifacts/public/out.txt`);
+  assert.equal(await out.text(), 'ok');
+  const testNode = await inspect(g.taskGraphId, 'test');
+  assert.equal(testNode.amended, 'dependent');
+  assert.equal(testNode.replaces, g.ids.get('test'));
+  assert.equal(testNode.cutoff, "kept: build's outputs unchanged");
+  const marks = await amendMarks(g.taskGraphId);
+  assert.equal(marks.build, 'c');
+  assert.equal(marks.test, 'k');
+  assert.equal(marks.lint, 'm');
+  assert.equal(marks[`old:${g.ids.get('build')}`], 's');
+  const why = await stack.root.request<{ lastAmend: { amend: number; nodes: { label: string; taskId: string; amended: string; cutoff?: string }[] } }>('scheduler', 'GET', `/task-graph/${g.taskGraphId}/explain`);
+  assert.equal(why.lastAmend.amend, 1);
+  assert.deepEqual(why.lastAmend.nodes.find((n) => n.label === 'test'), { label: 'test', taskId: fresh.get('test'), amended: 'dependent', cutoff: "kept: build's outputs unchanged" });
   const after = new Map((await members(g.taskGraphId)).map((m) => [m.label, m.task_id]));
   assert.equal(after.get('lint'), g.ids.get('lint'));
   assert.equal(after.get('build'), fresh.get('build'));
@@ -103,6 +146,20 @@ test('a finished graph: the dry run changes nothing; a comment changed in build 
   assert.deepEqual(again.classification, { changed: [], metadata: [], added: [], dependent: [], removed: [], unchanged: 3 });
   assert.deepEqual(again.tasks, []);
   assert.equal(await graphState(g.taskGraphId), 'finished');
+});
+
+test('a completed dependent whose artifacts expire before its replacement\'s deadline is rerun, not kept', async () => {
+  const nodes = (script: string): Record<string, Node> => ({
+    build: { payload: { script, output: 'same' } },
+    test: { requires: ['build'], payload: { output: 'short-lived', outputExpiresInMs: 10 * 60_000 } },
+  });
+  const g = await submit(file(nodes('make')));
+  await waitState(g.taskGraphId, 'finished');
+  const res = await amend(g.taskGraphId, file(nodes('make # again')));
+  await waitState(g.taskGraphId, 'finished');
+  const fresh = new Map(res.tasks.map((t) => [t.label, t.taskId]));
+  assert.equal(claimsOf(fresh.get('test') as string), 1, 'test ran again');
+  assert.match((await inspect(g.taskGraphId, 'test')).cutoff ?? '', new RegExp(`^rerun: the run it would keep \\(${g.ids.get('test')} run 0\\) has artifacts that expire before `));
 });
 
 test('a priority-only amend patches the tasks and makes zero claims', async () => {
@@ -121,8 +178,11 @@ test('a priority-only amend patches the tasks and makes zero claims', async () =
   assert.equal(claims.length, claimsBefore, 'zero claims');
 });
 
-test('digdag #144: a changed upstream under an unchanged name is rerun, with what requires it', async () => {
-  const nodes = (prepare: string): Record<string, Node> => ({ prepare: { payload: { query: prepare } }, main: { requires: ['prepare'], payload: { run: 'main' } } });
+test('digdag #144: a changed upstream under an unchanged name is rerun, and what requires it reruns when its output changed', async () => {
+  const nodes = (prepare: string): Record<string, Node> => ({
+    prepare: { payload: { query: prepare, output: `rows of ${prepare}` } },
+    main: { requires: ['prepare'], payload: { run: 'main', output: 'main' } },
+  });
   const g = await submit(file(nodes('SELECT 1')));
   await waitState(g.taskGraphId, 'finished');
   const res = await amend(g.taskGraphId, file(nodes('SELECT 2')));
@@ -132,6 +192,38 @@ test('digdag #144: a changed upstream under an unchanged name is rerun, with wha
   const fresh = new Map(res.tasks.map((t) => [t.label, t.taskId]));
   assert.equal(claimsOf(fresh.get('prepare') as string), 1);
   assert.equal(claimsOf(fresh.get('main') as string), 1);
+  assert.equal((await inspect(g.taskGraphId, 'main')).cutoff, "rerun: prepare's outputs changed (public/out.txt)");
+  assert.equal((await amendMarks(g.taskGraphId)).main, 'd');
+});
+
+test('early cutoff down a chain: identical bytes keep every completed dependent; changed bytes rerun the next one, whose identical bytes keep the rest', async () => {
+  const chain = (script: string, output: string): Record<string, Node> => ({
+    build: { payload: { script, output } },
+    test: { requires: ['build'], payload: { script: 'npm test', output: 'tests passed' } },
+    deploy: { requires: ['test'], payload: { script: 'deploy', output: 'deployed' } },
+  });
+  const g = await submit(file(chain('make', 'v1')));
+  await waitState(g.taskGraphId, 'finished');
+  let claimsBefore = claims.length;
+  const first = await amend(g.taskGraphId, file(chain('make # comment', 'v1')));
+  assert.deepEqual(first.mayBeKept, ['deploy', 'test']);
+  await waitState(g.taskGraphId, 'finished');
+  let fresh = new Map(first.tasks.map((t) => [t.label, t.taskId]));
+  assert.deepEqual(claims.slice(claimsBefore), [fresh.get('build')], 'only build ran');
+  assert.equal((await inspect(g.taskGraphId, 'test')).cutoff, "kept: build's outputs unchanged");
+  assert.equal((await inspect(g.taskGraphId, 'deploy')).cutoff, "kept: test's outputs unchanged");
+  // the kept deploy reuses the first deploy's run: what it keeps is followed to the run that produced it
+  assert.deepEqual((await status(fresh.get('deploy') as string)).status.runs[0].keptFrom, { taskId: g.ids.get('deploy'), runId: 0 });
+
+  claimsBefore = claims.length;
+  const second = await amend(g.taskGraphId, file(chain('make VERSION=2', 'v2')));
+  await waitState(g.taskGraphId, 'finished');
+  fresh = new Map(second.tasks.map((t) => [t.label, t.taskId]));
+  assert.deepEqual(claims.slice(claimsBefore).sort(), [fresh.get('build'), fresh.get('test')].sort(), 'build and test ran, deploy did not');
+  assert.equal((await inspect(g.taskGraphId, 'test')).cutoff, "rerun: build's outputs changed (public/out.txt)");
+  assert.equal((await inspect(g.taskGraphId, 'deploy')).cutoff, "kept: test's outputs unchanged");
+  const marks = await amendMarks(g.taskGraphId);
+  assert.deepEqual([marks.build, marks.test, marks.deploy], ['c', 'd', 'k']);
 });
 
 test('a blocked graph: the failing build fixed by an amend runs again, its waiting dependent is replaced, the graph finishes', async () => {
@@ -176,7 +268,7 @@ test('a running graph: a removed label waiting on a task nobody runs is canceled
   assert.equal(claimsOf(g.ids.get('a') as string), 1, 'a kept');
 });
 
-test('cached nodes: a change outside the keys (reruns) replaces toolchain and its dependents, but only the uncached test runs: the cached ones reuse the runs they replace', async () => {
+test('cached nodes: a change outside the keys (reruns) replaces toolchain and its dependents, and nothing runs: the cached ones reuse the runs they replace, and the uncached test is kept', async () => {
   const cached = (reruns: number) => ({
     tasks: {
       toolchain: { reruns, cache: { name: 'amend-tool', digestData: { v: 1 } }, task: fastTask('toolchain', ['completed'], { kind: 'tool' }) },
@@ -196,7 +288,8 @@ test('cached nodes: a change outside the keys (reruns) replaces toolchain and it
   assert.deepEqual(res.classification.dependent, ['build', 'test']);
   await waitState(g.taskGraphId, 'finished');
   const fresh = new Map(res.tasks.map((t) => [t.label, t.taskId]));
-  assert.deepEqual(claims.slice(claimsBefore), [fresh.get('test')], 'only the uncached test ran');
+  assert.deepEqual(claims.slice(claimsBefore), [], 'nothing ran: the cached nodes reused their runs, and test was kept by the early cutoff');
+  assert.equal((await inspect(g.taskGraphId, 'test')).cutoff, "kept: build's outputs unchanged");
   for (const label of ['toolchain', 'build']) {
     const run = (await stack.root.request<{ status: { runs: { cachedFrom?: { taskId: string } }[] } }>('queue', 'GET', `/task/${fresh.get(label)}/status`)).status.runs[0];
     assert.equal(run.cachedFrom?.taskId, g.ids.get(label), `${label} reused the run it replaces`);

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { startTestApi, type Credentials, type TestApi } from '../../support/api.js';
 import { fastTask } from '../../support/graphs.js';
+import { createHash } from 'node:crypto';
 import { openArtifactData } from '../../src/queue/artifacts.js';
+import { outputDifferences, runOutputs } from '../../src/queue/runOutputs.js';
 
 let t: TestApi;
 before(async () => {
@@ -210,4 +212,28 @@ test('list artifacts of a run and of the latest run, paged with continuationToke
   const noRuns = slugid.nice();
   await q('PUT', `/task/${noRuns}`, { ...fastTask('t'), workerType: 'art5b', dependencies: [taskId] });
   assert.equal((await q('GET', `/task/${noRuns}/artifacts`, undefined, null)).status, 404);
+});
+
+test('each upload keeps the sha256 of its bytes; runs compare by them, their logs aside (the early cutoff)', async () => {
+  const bytes = Buffer.alloc(1024 * 1024, 7); // a whole chunk: the digest spans chunk boundaries
+  const upload = async (output: Buffer, log: string) => {
+    const { taskId, creds } = await running('digest');
+    for (const [name, body] of [['public/logs/live.log', Buffer.from(log)], ['public/out.bin', output]] as const) {
+      const created = await q('POST', `/task/${taskId}/runs/0/artifacts/${name}`, { storageType: 's3', contentType: 'application/octet-stream', expires: inAnHour() }, creds);
+      assert.equal((await put(created.body.putUrl, body, 'application/octet-stream')).status, 200);
+    }
+    return taskId;
+  };
+  const a = await upload(bytes, 'run a at 10:00');
+  const b = await upload(Buffer.from(bytes), 'run b at 10:05');
+  const c = await upload(Buffer.concat([bytes.subarray(1), Buffer.from([8])]), 'run c');
+  const { rows } = await t.db.pool.query<{ sha256: Buffer }>("SELECT sha256 FROM artifacts WHERE task_id = $1 AND name = 'public/out.bin'", [a]);
+  assert.deepEqual(rows[0].sha256, createHash('sha256').update(bytes).digest());
+  const outputs = (taskId: string) => runOutputs(t.db.pool, taskId, 0);
+  assert.deepEqual(outputDifferences(await outputs(a), await outputs(b)), [], 'the same bytes, different logs: the same outputs');
+  assert.deepEqual(outputDifferences(await outputs(a), await outputs(c)), ['public/out.bin']);
+  // an artifact created but never uploaded never compares equal, not even to itself
+  const { taskId: d, creds } = await running('digest');
+  await q('POST', `/task/${d}/runs/0/artifacts/public/out.bin`, { storageType: 's3', contentType: 'application/octet-stream', expires: inAnHour() }, creds);
+  assert.deepEqual(outputDifferences(await outputs(d), await outputs(d)), ['public/out.bin']);
 });

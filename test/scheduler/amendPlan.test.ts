@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { planAmend, summarize, type IncomingNode, type StoredNode } from '../../src/scheduler/amendPlan.js';
+import { cutoffCandidates, planAmend, summarize, type IncomingNode, type StoredNode } from '../../src/scheduler/amendPlan.js';
 import { nodeDigests } from '../../src/scheduler/nodeDigests.js';
 
 const hex = (node: { task: Record<string, unknown> }) => {
@@ -50,4 +50,34 @@ test('each label is classified; dependents of a changed label rerun transitively
   assert.deepEqual(plan.replaced, ['build', 'test', 'package', 'new', 'legacy']);
   assert.deepEqual(plan.patched, ['docs']);
   assert.deepEqual(plan.removed, ['gone']);
+});
+
+test('cutoff candidates: completed dependents whose replaced inputs are all required, with the old taskIds of those inputs', () => {
+  const old = [
+    stored('build', 0, t('make')),
+    stored('test', 1, t('test')),
+    { ...stored('flaky', 2, t('flaky')), state: 'failed' },
+    stored('pkg', 3, t('pkg')),
+    stored('subsOnly', 4, t('reads build by $subs')),
+    stored('lint', 5, t('lint')),
+  ];
+  const files = [
+    incoming('build', t('make # comment'), []),
+    incoming('test', t('test'), ['build']),
+    incoming('flaky', t('flaky'), ['build']),
+    incoming('pkg', t('pkg'), ['test', 'lint']),
+    incoming('subsOnly', t('reads build by $subs'), ['build']),
+    incoming('lint', t('lint'), []),
+  ];
+  const requires: Record<string, string[]> = { test: ['build'], flaky: ['build'], pkg: ['test', 'lint'], subsOnly: [] };
+  const plan = planAmend(old, files);
+  const candidates = cutoffCandidates(plan, old, files, (label) => requires[label] ?? []);
+  assert.deepEqual(Object.fromEntries(candidates), {
+    // test's input build was replaced; pkg's input test was replaced (lint was kept, so it is no input)
+    test: { from: 't1', inputs: [{ label: 'build', old: 't0' }] },
+    pkg: { from: 't3', inputs: [{ label: 'test', old: 't1' }] },
+  });
+  // flaky never completed (nothing known to keep); subsOnly reads build only through $subs (not waited for)
+  assert.equal(plan.classes.get('flaky'), 'dependent');
+  assert.equal(plan.classes.get('subsOnly'), 'dependent');
 });

@@ -26,6 +26,7 @@ function printAmend(a: AmendedGraph): void {
   console.log(`  unchanged: ${c.unchanged}`);
   console.log(rerun.length === 0 ? `${a.dryRun ? 'would rerun' : 'reruns'}: nothing` : `${a.dryRun ? 'would rerun' : 'reruns'} ${rerun.length} task(s): ${list(rerun)}`);
   for (const t of a.tasks) console.log(`  ${t.label}  ${t.taskId}`);
+  if (a.mayBeKept.length > 0) console.log(`kept without a run if what they require comes out byte-identical (early cutoff): ${list(a.mayBeKept)}`);
   if (a.workflow === 'started') console.log(`the graph had finished: it is ${a.state} again`);
   if (a.workflow === 'not-running') console.log(`the graph's workflow is not running: resume it with tgs graph resume ${a.taskGraphId}`);
   if (!a.dryRun) console.log(`it is ${a.state}`);
@@ -217,6 +218,8 @@ export function registerGraphCommand(program: Command): void {
             console.log(`reruns       ${task.reruns - task.rerunsLeft} of ${task.reruns} used`);
             console.log(`requires     ${task.requires.join(' ') || '-'}`);
             console.log(`dependents   ${task.dependents.join(' ') || '-'}`);
+            if (task.amended) console.log(`amended      ${task.amended}${task.replaces ? ` (replaces ${task.replaces})` : ''}`);
+            if (task.cutoff) console.log(`cutoff       ${task.cutoff}`);
           }
           return;
         }

@@ -23,7 +23,9 @@ function describeRun(r: TaskRun): string {
   // a run reused from the cache names its source instead of a worker (docs/formats.md § Cached tasks)
   const where = r.cachedFrom
     ? ` from the cache: task ${r.cachedFrom.taskId} run ${r.cachedFrom.runId} (tier ${r.cachedFrom.tier})`
-    : r.workerId
+    : r.keptFrom
+      ? ` kept by an amend's early cutoff: task ${r.keptFrom.taskId} run ${r.keptFrom.runId}`
+      : r.workerId
       ? ` on ${r.workerGroup}/${r.workerId}`
       : '';
   const when = r.resolved ? `resolved ${r.resolved}` : r.started ? `started ${r.started}` : `scheduled ${r.scheduled}`;

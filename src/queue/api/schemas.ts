@@ -20,6 +20,8 @@ const run: JsonSchema = {
       required: ['taskId', 'runId', 'key', 'tier'],
       properties: { taskId: { type: 'string' }, runId: { type: 'integer' }, key: { type: 'string' }, tier: { type: 'string' } },
     },
+    // tgs: a run an amend's early cutoff kept names the run of the task it replaces (docs/formats.md § Early cutoff)
+    keptFrom: { type: 'object', required: ['taskId', 'runId'], properties: { taskId: { type: 'string' }, runId: { type: 'integer' } } },
   },
 };
 

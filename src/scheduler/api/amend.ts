@@ -26,7 +26,7 @@ export const amendEndpoint = declare({
   output: {
     type: 'object',
     additionalProperties: false,
-    required: ['taskGraphId', 'dryRun', 'state', 'classification', 'tasks', 'workflow'],
+    required: ['taskGraphId', 'dryRun', 'state', 'classification', 'tasks', 'mayBeKept', 'workflow'],
     properties: {
       taskGraphId: { type: 'string' },
       dryRun: { type: 'boolean' },
@@ -38,6 +38,7 @@ export const amendEndpoint = declare({
         properties: { changed: labels, metadata: labels, added: labels, dependent: labels, removed: labels, unchanged: { type: 'integer' } },
       },
       tasks: { type: 'array', items: { type: 'object', properties: { label: { type: 'string' }, taskId: { type: 'string' } } } },
+      mayBeKept: labels,
       workflow: { enum: ['updated', 'started', 'unchanged', 'not-running', 'dry-run'] },
     },
   },
@@ -65,6 +66,7 @@ export const amendEndpoint = declare({
       state: result.graph.state,
       classification: result.summary,
       tasks: result.tasks,
+      mayBeKept: result.mayBeKept,
       workflow,
     };
   },

@@ -1,3 +1,4 @@
+import { lastAmend } from '../lastAmend.js';
 import { declare } from '../../api/endpoint.js';
 import { requireGraph } from '../graphStore.js';
 import { explainGraph } from '../explainGraph.js';
@@ -43,6 +44,7 @@ export const explainGraphEndpoint = declare({
         : undefined;
     const explanation = await explainGraph(deps.pool, row, model, { now: new Date(), claimWorkWaitMs: deps.config.claimWorkWaitMs, limit: Number(query.limit ?? 20), inconsistentAfterMs: deps.config.inconsistentAfterMs });
     if (explanation.reconciling) explanation.reconciling = await reconcileNow(deps, row.task_graph_id);
-    return explanation;
+    const amended = await lastAmend(deps.pool, row.task_graph_id, Number(query.limit ?? 20));
+    return { ...explanation, ...(amended ? { lastAmend: amended } : {}) };
   },
 });

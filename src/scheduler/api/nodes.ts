@@ -63,7 +63,7 @@ export const graphHeaderSchema: Record<string, JsonSchema> = {
 const nodesOutput: JsonSchema = {
   type: 'object',
   additionalProperties: false,
-  required: [...Object.keys(graphHeaderSchema), 'fromIdx', 'members', 'labels', 'requireCounts', 'requires', ...Object.keys(stateArraysSchema)],
+  required: [...Object.keys(graphHeaderSchema), 'fromIdx', 'members', 'labels', 'requireCounts', 'requires', 'amend', ...Object.keys(stateArraysSchema)],
   properties: {
     ...graphHeaderSchema,
     fromIdx: { type: 'integer' },
@@ -71,6 +71,13 @@ const nodesOutput: JsonSchema = {
     labels: { type: 'array', items: { type: 'string' }, description: "labels ('' for external tasks)" },
     requireCounts: { type: 'array', items: { type: 'integer' } },
     requires: { type: 'array', items: { type: 'integer' }, description: 'node indexes each node requires, concatenated (CSR)' },
+    amend: {
+      type: 'string',
+      description:
+        "one character per node, what the last amend did to it (docs/formats.md § Amend): '-' nothing, 'c' changed, 'a' added, " +
+        "'d' dependent (replaced because something it requires was), 'm' metadata patched, 'k' a dependent kept by the early cutoff, " +
+        "'s' superseded (an old node an amend replaced or removed; not a member)",
+    },
     ...stateArraysSchema,
   },
 };
@@ -95,7 +102,7 @@ export const taskGraphNodesEndpoint = declare({
     const fromIdx = Number(query.fromIdx ?? 0);
     const { graph, nodes } = await readNodes(deps.pool, params.taskGraphId, fromIdx);
     // The arrays arrive from Postgres in their JSON form (readNodes): spliced, not parsed and serialized again.
-    const head = JSON.stringify({ ...graphHeader(graph), fromIdx, taskIds: nodes.taskIds, members: nodes.members, states: nodes.states, cached: nodes.cached });
+    const head = JSON.stringify({ ...graphHeader(graph), fromIdx, taskIds: nodes.taskIds, members: nodes.members, states: nodes.states, cached: nodes.cached, amend: nodes.amend });
     const body = `${head.slice(0, -1)},"labels":${nodes.labels},"requireCounts":[${nodes.requireCounts}],"requires":[${nodes.requires}],"runs":[${nodes.runs}],"started":[${nodes.started}],"resolved":[${nodes.resolved}]}`;
     return new RawReply(200, { 'content-type': 'application/json' }, body);
   },

@@ -1,3 +1,4 @@
+import { AMENDED_CLASS, cutoffNote } from '../lastAmend.js';
 import { declare } from '../../api/endpoint.js';
 import { TgsError } from '../../errors.js';
 import { requireGraph as mustGetGraph } from '../graphStore.js';
@@ -59,6 +60,13 @@ export const infoEndpoint = declare({
   },
 });
 
+/** What the last amend did to the task, and its early cutoff: decided, or what it waits for (docs/formats.md § Early cutoff). */
+function amendOf(r: InspectRow) {
+  if (!r.amended) return {};
+  const cutoff = cutoffNote(r.cutoff);
+  return { amended: AMENDED_CLASS[r.amended], ...(r.replaces ? { replaces: r.replaces } : {}), ...(cutoff ? { cutoff } : {}) };
+}
+
 const inspectTask = (r: InspectRow) => ({
   label: r.label,
   taskId: r.task_id,
@@ -68,6 +76,7 @@ const inspectTask = (r: InspectRow) => ({
   reruns: r.reruns,
   rerunsLeft: r.reruns_left,
   state: r.state ?? 'missing',
+  ...amendOf(r),
 });
 
 export const inspectEndpoint = declare({
