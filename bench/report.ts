@@ -39,7 +39,7 @@ export function renderMarkdown(r: Results): string {
   }
   if (r.amend) {
     const a = r.amend;
-    lines.push(`| amend (one middle node of the ${fmt(a.tasks)}-task graph, finished) | amend answered / first rerun claimed / finished again | ${fmt(a.amend_answered_ms, ' ms')} / ${fmt(a.first_rerun_claimed_ms, ' ms')} / ${fmt(a.finished_again_ms, ' ms')}; ${fmt(a.claims_after_amend)} claims | rerunning the graph: ${fmt(a.claims_first_run)} claims | claims: the changed node and what requires it |`);
+    lines.push(`| amend (one middle node of the ${fmt(a.tasks)}-task graph, finished) | amend answered / first rerun claimed / finished again | ${fmt(a.amend_answered_ms, ' ms')} / ${fmt(a.first_rerun_claimed_ms, ' ms')} / ${fmt(a.finished_again_ms, ' ms')}; ${fmt(a.claims_after_amend)} claims | rerunning the graph: ${fmt(a.claims_first_run)} claims | claims: the changed node only (the sink that requires it is kept by the early cutoff: same outputs) |`);
   }
   if (r.throughput_cold) {
     const t = r.throughput_cold;

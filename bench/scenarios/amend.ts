@@ -8,7 +8,8 @@ import type { BenchStack, Sizes } from '../scenario.js';
  * Fix and go on at the throughput graph's size (1 → n-2 → 1): the graph runs to the end, then one middle node's
  * payload is amended (PUT .../amend with the whole edited file, docs/formats.md § Amend). What a user waits for: the
  * amend's answer, the first rerun claimed, the graph finished again; and how many claims the amend cost — the changed
- * node and the sink that requires it, where rerunning the graph would cost n.
+ * node only, where rerunning the graph would cost n: the sink that requires it is kept by the early cutoff
+ * (docs/formats.md § Early cutoff), since the fast worker's runs produce no artifacts and so the same outputs.
  */
 export async function run(stack: BenchStack, sizes: Sizes) {
   const n = sizes.throughput;
