@@ -9,6 +9,7 @@ import { gunzipSync } from 'node:zlib';
 import { startShellWorker, type ShellWorker } from '../src/shellWorker/index.js';
 import { TgsClient } from '../src/client/tgsClient.js';
 import { useStack } from './helpers/stackFixture.js';
+import { eventually } from '../support/stack.js';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 
@@ -80,6 +81,42 @@ test('build-test-package: artifacts flow through $subs; the release holds the bu
   assert.match(tar, /release\/app\.tar\.gz/);
   assert.match(tar, /release\/test-report\.txt/);
   assert.match(tar, /release\/SHA256SUMS/);
+});
+
+test('build-test-package amended: a comment in build\'s command reruns build alone; its identical bytes keep test and package', async () => {
+  const { taskGraphId, ids } = await submitExample('build-test-package');
+  const sums = await text(ids.get('package') as string, 'public/release/SHA256SUMS');
+  const original = readFileSync(path.join(repo, 'examples/build-test-package/graph.yaml'), 'utf8');
+  const edited = original.replace('mkdir -p app\n', "mkdir -p app  # the app's sources\n");
+  assert.notEqual(edited, original);
+  const dir = mkdtempSync(path.join(tmpdir(), 'tgs-amend-'));
+  try {
+    writeFileSync(path.join(dir, 'graph.yaml'), edited);
+    const dry = await tgs(['graph', 'amend', taskGraphId, path.join(dir, 'graph.yaml'), '--dry-run']);
+    assert.equal(dry.code, 0, dry.stdout + dry.stderr);
+    assert.match(dry.stdout, /changed: build\n/);
+    assert.match(dry.stdout, /byte-identical \(early cutoff\): package, test\n/);
+    const amended = await tgs(['graph', 'amend', taskGraphId, path.join(dir, 'graph.yaml')]);
+    assert.equal(amended.code, 0, amended.stdout + amended.stderr);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  await eventually(async () => (await client.graphStatus(taskGraphId)).state === 'finished', 'finished again', 120_000);
+  const after = new Map((await client.inspect(taskGraphId)).map((t) => [t.label, t]));
+  const build = await client.taskStatus(after.get('build')?.taskId as string);
+  assert.notEqual(build.taskId, ids.get('build'));
+  assert.equal(build.runs[0].workerGroup, 'tgs-shell', 'build ran on a shell worker');
+  for (const [label, kept] of [['test', "kept: build's outputs unchanged"], ['package', 'kept: the outputs of build and test unchanged']] as const) {
+    const t = after.get(label);
+    assert.equal(t?.cutoff, kept, label);
+    const run = (await client.taskStatus(t?.taskId as string)).runs[0];
+    assert.equal(run.workerGroup, 'tgs-cutoff', `${label} was not run`);
+    assert.deepEqual(run.keptFrom, { taskId: ids.get(label), runId: 0 });
+  }
+  assert.equal(await text(after.get('package')?.taskId as string, 'public/release/SHA256SUMS'), sums, 'the kept package serves the release it made');
+  const why = await tgs(['graph', 'why', taskGraphId]);
+  assert.match(why.stdout, /Amend #1 by /);
+  assert.match(why.stdout, /test +dependent +kept: build's outputs unchanged/);
 });
 
 test('fan-out-fan-in: four counts run from one split, combine totals them to 80200', async () => {

@@ -95,22 +95,42 @@ export interface CutoffCandidate {
   inputs: { label: string; old: string }[];
 }
 
+/** Nodes visited in all, looking up the requires for inputs named only in `$subs` (a 100,000-node graph's worth). */
+const WALK_BUDGET = 100_000;
+
 /**
  * The dependents the early cutoff may keep (docs/formats.md § Early cutoff): those whose stored task completed (what
- * it read then is known) and whose replaced inputs are all among its `requires` (a label named only in `$subs` is not
- * waited for, so its outputs cannot be compared before the dependent would run). Nodes stored before digests were
- * kept are `changed`, never dependents, so they are not candidates.
+ * it read then is known) and whose every replaced input (a label it requires or names in `$subs`) is among what it
+ * requires, directly or not, so that the input's new run has resolved before the dependent is ready and its outputs
+ * can be compared. Nodes stored before digests were kept are `changed`, never dependents, so they are not candidates.
  */
 export function cutoffCandidates(plan: AmendPlan, stored: readonly StoredNode[], incoming: readonly IncomingNode[], requiresOf: (label: string) => readonly string[]): Map<string, CutoffCandidate> {
   const byLabel = new Map(stored.map((n) => [n.label, n]));
   const replaced = new Set(plan.replaced);
+  // A label named only in `$subs` must be found up the requires: a walk a candidate, all of them together bounded
+  // (the common case, every input required directly, walks nothing; past the budget such a dependent just runs).
+  let budget = WALK_BUDGET;
+  const requiredUpstream = (label: string, wanted: Set<string>): boolean => {
+    const seen = new Set<string>();
+    const stack = [...requiresOf(label)];
+    while (stack.length > 0 && wanted.size > 0 && budget-- > 0) {
+      const next = stack.pop() as string;
+      if (seen.has(next)) continue;
+      seen.add(next);
+      wanted.delete(next);
+      stack.push(...requiresOf(next));
+    }
+    return wanted.size === 0;
+  };
   const out = new Map<string, CutoffCandidate>();
   for (const node of incoming) {
     const old = byLabel.get(node.label);
     if (plan.classes.get(node.label) !== 'dependent' || old?.state !== 'completed') continue;
-    const requires = new Set(requiresOf(node.label));
     const inputs = node.dependsOn.filter((d) => replaced.has(d));
-    if (inputs.length === 0 || inputs.some((d) => !requires.has(d) || !byLabel.has(d))) continue;
+    if (inputs.length === 0 || inputs.some((d) => !byLabel.has(d))) continue;
+    const direct = new Set(requiresOf(node.label));
+    const indirect = new Set(inputs.filter((d) => !direct.has(d)));
+    if (indirect.size > 0 && !requiredUpstream(node.label, indirect)) continue;
     out.set(node.label, { from: old.taskId, inputs: inputs.sort().map((label) => ({ label, old: (byLabel.get(label) as StoredNode).taskId })) });
   }
   return out;

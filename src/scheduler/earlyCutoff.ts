@@ -87,7 +87,9 @@ async function decide(db: Queryable, taskId: string, spec: CutoffSpec, now: Date
     const differences = outputDifferences(await runOutputs(db, input.old, before.run_id), await runOutputs(db, input.new, after.run_id));
     if (differences.length > 0) return { kept: false, reason: `rerun: ${input.label}'s outputs changed (${listed(differences)})`, at };
   }
-  return { kept: true, reason: `kept: ${listed(spec.inputs.map((i) => i.label))}'s outputs unchanged`, at, keptFrom: { taskId: spec.from, runId: from.run_id } };
+  const labels = spec.inputs.map((i) => i.label);
+  const whose = labels.length === 1 ? `${labels[0]}'s outputs` : `the outputs of ${listed(labels.slice(0, -1))} and ${labels[labels.length - 1]}`;
+  return { kept: true, reason: `kept: ${whose} unchanged`, at, keptFrom: { taskId: spec.from, runId: from.run_id } };
 }
 
 /**

@@ -60,6 +60,7 @@ test('cutoff candidates: completed dependents whose replaced inputs are all requ
     stored('pkg', 3, t('pkg')),
     stored('subsOnly', 4, t('reads build by $subs')),
     stored('lint', 5, t('lint')),
+    stored('ship', 6, t('ship: requires pkg, reads build by $subs')),
   ];
   const files = [
     incoming('build', t('make # comment'), []),
@@ -68,16 +69,19 @@ test('cutoff candidates: completed dependents whose replaced inputs are all requ
     incoming('pkg', t('pkg'), ['test', 'lint']),
     incoming('subsOnly', t('reads build by $subs'), ['build']),
     incoming('lint', t('lint'), []),
+    incoming('ship', t('ship: requires pkg, reads build by $subs'), ['pkg', 'build']),
   ];
-  const requires: Record<string, string[]> = { test: ['build'], flaky: ['build'], pkg: ['test', 'lint'], subsOnly: [] };
+  const requires: Record<string, string[]> = { test: ['build'], flaky: ['build'], pkg: ['test', 'lint'], subsOnly: [], ship: ['pkg'] };
   const plan = planAmend(old, files);
   const candidates = cutoffCandidates(plan, old, files, (label) => requires[label] ?? []);
   assert.deepEqual(Object.fromEntries(candidates), {
     // test's input build was replaced; pkg's input test was replaced (lint was kept, so it is no input)
     test: { from: 't1', inputs: [{ label: 'build', old: 't0' }] },
     pkg: { from: 't3', inputs: [{ label: 'test', old: 't1' }] },
+    // build is named only in $subs, but required through pkg and test: it has resolved before ship is ready
+    ship: { from: 't6', inputs: [{ label: 'build', old: 't0' }, { label: 'pkg', old: 't3' }] },
   });
-  // flaky never completed (nothing known to keep); subsOnly reads build only through $subs (not waited for)
+  // flaky never completed (nothing known to keep); subsOnly reads build only through $subs and does not require it
   assert.equal(plan.classes.get('flaky'), 'dependent');
   assert.equal(plan.classes.get('subsOnly'), 'dependent');
 });
