@@ -13,7 +13,7 @@ import { latestRuns, runResolution } from '../queue/latestRuns.js';
 import { cancelTasks as cancelQueueTasks } from '../queue/cancelTasks.js';
 import { TgsError } from '../errors.js';
 import type { DispatchItem } from '../workflows/graphModel.js';
-import { DEPLOYMENT_MEMO, GRAPH_OF_ANOTHER_DEPLOYMENT, INVALID_TASK_GRAPH, type GraphMeta, type GraphState, type NodePage, type Resolution, type TaskGraphInput } from '../workflows/contract.js';
+import { DEPLOYMENT_MEMO, GRAPH_OF_ANOTHER_DEPLOYMENT, INVALID_TASK_GRAPH, type AmendGraphRequest, type GraphMeta, type GraphState, type NodePage, type Resolution, type TaskGraphInput } from '../workflows/contract.js';
 import { isResolved } from '../taskStates.js';
 import { ensureQueueGraph, getGraph, memberTaskIds, dispatchMembers, graphMeta, joinQueueTasks, loadNodePage, recordGraphState, setRerunsLeft } from '../scheduler/graphStore.js';
 import { readyTasks } from '../queue/readiness.js';
@@ -27,7 +27,8 @@ import { resolveReadyFromCache } from '../taskCache/dispatch.js';
 import { resolveReadyByCutoff } from '../scheduler/earlyCutoff.js';
 import { hookActivities } from './hooks.js';
 import { cancelRequestOf } from './workflowHistory.js';
-import type { Activities, DispatchResult, PublishResult, RefusedRerun } from '../workflows/activityContract.js';
+import type { Activities, AmendGraphStored, DispatchResult, PublishResult, RefusedRerun } from '../workflows/activityContract.js';
+import { amendTaskGraph } from '../scheduler/amendTaskGraph.js';
 
 export type { Activities, DispatchResult, PublishResult, RefusedRerun } from '../workflows/activityContract.js';
 
@@ -86,6 +87,27 @@ export function createActivities(deps: ActivityDeps): Activities {
         if (err instanceof TgsError && err.status < 500) {
           throw ApplicationFailure.nonRetryable(err.message, INVALID_TASK_GRAPH, { code: err.code, ...err.details });
         }
+        throw err;
+      }
+    }),
+
+    /** Temporal-native amend: as PUT /task-graph/<id>/amend, acting as TGS_TEMPORAL_CLIENT_ID (the same check). */
+    amendGraph: (taskGraphId: string, request: AmendGraphRequest): Promise<AmendGraphStored> => withHeartbeat(async () => {
+      try {
+        const authorize = await temporalGraphAuthorizer(config, pool);
+        const result = await amendTaskGraph({ config, pool }, taskGraphId, { tasks: request?.tasks }, { authorize, who: `temporal:${config.temporalClientId}`, dryRun: request?.dryRun === true });
+        return {
+          dryRun: result.dryRun,
+          ...(result.seq !== undefined ? { amend: result.seq } : {}),
+          state: result.graph.state,
+          classification: result.summary,
+          tasks: result.tasks,
+          mayBeKept: result.mayBeKept,
+          superseded: result.superseded,
+          nodeCount: result.graph.node_count,
+        };
+      } catch (err) {
+        if (err instanceof TgsError && err.status < 500) throw ApplicationFailure.nonRetryable(err.message, INVALID_TASK_GRAPH, { code: err.code, ...err.details });
         throw err;
       }
     }),

@@ -11,7 +11,7 @@ export { WorkerStream, type WorkerStreamOptions, type StreamClaim } from './work
 import type { TaskStatus } from '../queue/taskRow.js';
 import type { Resolution, ResolutionResult } from '../queue/resolveTask.js';
 import type { TaskState } from '../taskStates.js';
-import type { GraphState, RerunAccepted, RerunRequest } from '../workflows/contract.js';
+import type { AmendGraphResult, GraphState, RerunAccepted, RerunRequest } from '../workflows/contract.js';
 
 /** Taskcluster's task status structure and its runs (index = runId). */
 export type { TaskStatus, Run as TaskRun } from '../queue/taskRow.js';
@@ -31,18 +31,9 @@ export interface TaskGraphNode {
 
 /** A task-graph as `PUT /task-graph/<taskGraphId>` takes it (docs/formats.md § Task-graph format). */
 /** The answer of an amend (docs/api.md, amendTaskGraph). */
-export interface AmendedGraph {
+/** An amend's answer (docs/formats.md § Amend): what the `amendGraph` update answers, less its node counts, and what the workflow did. */
+export interface AmendedGraph extends Omit<AmendGraphResult, 'superseded' | 'nodeCount'> {
   taskGraphId: string;
-  dryRun: boolean;
-  /** the amend's number in the graph's history (absent for a dry run) */
-  amend?: number;
-  state: string;
-  /** labels by class; `unchanged` is a count */
-  classification: { changed: string[]; metadata: string[]; added: string[]; dependent: string[]; removed: string[]; unchanged: number };
-  /** the new tasks, by label */
-  tasks: { label: string; taskId: string }[];
-  /** dependents whose completed run is kept, without a claim, if what they require comes out byte-identical (docs/formats.md § Early cutoff) */
-  mayBeKept: string[];
   /** `updated` (the running workflow heard it), `started` (a finished graph runs again), `unchanged`, `not-running` (resume the graph), `dry-run` */
   workflow: 'updated' | 'started' | 'unchanged' | 'not-running' | 'dry-run';
 }

@@ -10,7 +10,7 @@ import { startGraphWorkflow } from './startWorkflow.js';
 export type AmendWorkflowOutcome = 'updated' | 'started' | 'unchanged' | 'not-running';
 
 /**
- * Tells the graph's workflow about a committed amend (docs/temporal.md § The amend update): a running or blocked
+ * Tells the graph's workflow about a committed amend (docs/temporal.md § The amendGraph and amend updates): a running or blocked
  * graph's workflow gets the `amend` update; a finished graph's completed workflow is started again (a first run,
  * which takes every node's state from the queue, the superseded ones as non-members). A workflow that is not running
  * (a terminated graph) is left for `resume`, which loads the amended graph the same way. Throws when Temporal cannot

@@ -47,11 +47,13 @@ export async function temporalGraphAuthorizer(config: Config, db: Queryable): Pr
 export const DEV_TEMPORAL_CLIENT_ID = 'static/tgs/dev-temporal';
 
 /**
- * What dev graphs need and no more: create graphs, and tasks of this scheduler for the dev workers' provisioner
- * at any priority (`highest` serves every lower one). No task scopes, no routes, nothing of other provisioners.
+ * What dev graphs need and no more: create and amend graphs (the `amendGraph` update), and tasks of this scheduler for
+ * the dev workers' provisioner at any priority (`highest` serves every lower one). No task scopes, no routes, nothing
+ * of other provisioners.
  */
 export const devTemporalScopes = (config: Config, provisionerId: string) => [
   'scheduler:create-task-graph',
+  'scheduler:amend-task-graph:*',
   `queue:scheduler-id:${config.schedulerId}`,
   `queue:create-task:highest:${provisionerId}/*`,
 ];

@@ -1,5 +1,5 @@
 import type { DispatchItem } from './graphModel.js';
-import type { GraphMeta, GraphState, NodePage, Resolution, ResolvedState, TaskGraphInput } from './contract.js';
+import type { AmendGraphRequest, AmendGraphResult, GraphMeta, GraphState, NodePage, Resolution, ResolvedState, TaskGraphInput } from './contract.js';
 import type { HookFireResult } from './hookFireContract.js';
 
 /**
@@ -14,6 +14,12 @@ export interface Activities {
    * TGS_TEMPORAL_CLIENT_ID with the same scope check as PUT /task-graph (nothing is written when it fails).
    */
   createGraph(taskGraphId: string, input: TaskGraphInput): Promise<void>;
+  /**
+   * Temporal-native amend (the `amendGraph` update): classify and store the edited graph file acting as
+   * TGS_TEMPORAL_CLIENT_ID, as PUT /task-graph/<id>/amend does (nothing is written when it is refused). Idempotent:
+   * the same file again finds every label unchanged.
+   */
+  amendGraph(taskGraphId: string, request: AmendGraphRequest): Promise<AmendGraphStored>;
   /** The graph's row as the workflow needs it; a graph of queue-level dependencies is created first if asked. */
   loadGraph(taskGraphId: string, createForQueue: boolean): Promise<GraphMeta>;
   /** A page of the graph's immutable structure (and, on a run's first load, its nodes' queue states). */
@@ -71,3 +77,6 @@ export interface PublishResult {
   /** the graph had already ended so (a reset run of its workflow): nothing was written */
   ended?: 'finished' | 'canceled';
 }
+
+/** An amend as stored: the endpoint's answer, with every superseded node index (the `amend` update's list). */
+export type AmendGraphStored = Omit<AmendGraphResult, 'superseded'> & { superseded: number[] };

@@ -263,3 +263,31 @@ export interface AmendAccepted {
 
 /** Sent by the amend endpoint once the amend is committed; answered once the model has applied it. */
 export const amendUpdate = defineUpdate<AmendAccepted, [AmendRequest]>('amend');
+
+/**
+ * A Temporal-native amend (docs/temporal.md § The amendGraph and amend updates): the whole edited graph file, as
+ * PUT /task-graph/<id>/amend takes it. The workflow's activity stores it acting as TGS_TEMPORAL_CLIENT_ID, with the
+ * endpoint's checks, then the model applies it as the `amend` update's.
+ */
+export interface AmendGraphRequest {
+  tasks: Record<string, unknown>;
+  dryRun?: boolean;
+}
+
+/** What the amend endpoint answers (docs/formats.md § Amend), and the nodes this update took out of the members. */
+export interface AmendGraphResult {
+  dryRun: boolean;
+  /** the amend's number in the graph's history (absent for a dry run) */
+  amend?: number;
+  state: string;
+  /** labels by class; `unchanged` is a count */
+  classification: { changed: string[]; metadata: string[]; added: string[]; dependent: string[]; removed: string[]; unchanged: number };
+  /** the new tasks, by label */
+  tasks: { label: string; taskId: string }[];
+  /** dependents whose completed run is kept, without a claim, if what they require comes out byte-identical (docs/formats.md § Early cutoff) */
+  mayBeKept: string[];
+  superseded: number;
+  nodeCount: number;
+}
+
+export const amendGraphUpdate = defineUpdate<AmendGraphResult, [AmendGraphRequest]>('amendGraph');

@@ -3,11 +3,13 @@
  * heard, and the steps of the main loop. Handlers only record news; `loop()` acts on it.
  */
 import * as wf from '@temporalio/workflow';
-import type { DispatchResult, PublishResult } from './activityContract.js';
+import { ActivityFailure, ApplicationFailure } from '@temporalio/workflow';
+import type { AmendGraphStored, DispatchResult, PublishResult } from './activityContract.js';
 import { bulk, hot, lookup } from './activityProxies.js';
 import { shouldContinueAsNew } from './continueAsNew.js';
-import { AMEND_PATCH, amendRefusal, applyAmend } from './amend.js';
+import { AMEND_GRAPH_PATCH, AMEND_PATCH, amendGraphRefusal, amendRefusal, applyAmend } from './amend.js';
 import {
+  amendGraphUpdate,
   amendUpdate,
   cancelSignal,
   explainQuery,
@@ -122,6 +124,8 @@ export class GraphRun {
   /** when the graph last changed by news: a resolution, or a reconcile that found one (QUIET_RECONCILE_PATCH) */
   private lastNews = 0;
   private dirty = true;
+  /** an amendGraph update stored new nodes in this run (end() then looks for them once more) */
+  private amendedNatively = false;
   private inFlight = 0;
   // Schedules the queue refused as not ready: tried again on the next news (a resolution, reconciliation), when the
   // queue may agree; never in a loop. Their nodes stay dispatching meanwhile, so the graph cannot finish without them.
@@ -273,6 +277,37 @@ export class GraphRun {
       {
         validator: (req) => {
           const refusal = amendRefusal(this.model, req);
+          if (refusal) throw new Error(refusal);
+        },
+      },
+    );
+    wf.setHandler(
+      amendGraphUpdate,
+      async (req) => {
+        wf.patched(AMEND_GRAPH_PATCH);
+        let stored: AmendGraphStored;
+        try {
+          stored = await bulk.amendGraph(this.taskGraphId, { tasks: req.tasks, ...(req.dryRun ? { dryRun: true } : {}) });
+        } catch (err) {
+          // the activity's refusal (400, 403, 409 over HTTP) is the update's: its message, not an ActivityFailure around it
+          if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) {
+            throw ApplicationFailure.create({ message: err.cause.message, type: err.cause.type ?? undefined, details: err.cause.details as unknown[], nonRetryable: true });
+          }
+          throw err;
+        }
+        let superseded = 0;
+        if (!stored.dryRun) {
+          const accepted = applyAmend(this.model, { nodeCount: stored.nodeCount, superseded: stored.superseded });
+          superseded = accepted.superseded;
+          this.wantedNodeCount = Math.max(this.wantedNodeCount, accepted.nodeCount);
+          this.amendedNatively = true;
+          this.dirty = true;
+        }
+        return { ...stored, superseded };
+      },
+      {
+        validator: (req) => {
+          const refusal = amendGraphRefusal(this.model, req);
           if (refusal) throw new Error(refusal);
         },
       },
@@ -580,6 +615,12 @@ export class GraphRun {
     }
     this.showProgress();
     await wf.condition(wf.allHandlersFinished);
+    // an amendGraph update that came while the graph ended stored new nodes (its activity found the graph finished
+    // and made it running again): this run goes on with them (only runs with such an update get here)
+    if (this.amendedNatively && this.nodesToLoad()) {
+      this.dirty = true;
+      return false;
+    }
     return true;
   }
 

@@ -13,9 +13,9 @@ import type { ClaimedTask } from '../../support/fastWorker.js';
 import { graphOf } from '../../support/graphs.js';
 import { ensureTemporalCli } from '../../src/temporal/devServer.js';
 import { startTaskGraph, GraphTooLargeForTemporalError } from '../../src/temporal/startTaskGraph.js';
-import { createClient } from '../../src/auth/clients.js';
+import { createClient, updateClient } from '../../src/auth/clients.js';
 import { ApiClient, TgsApiError } from '../../src/client/http.js';
-import { cancelSignal, INVALID_TASK_GRAPH, rerunSignal, SEARCH_ATTRIBUTES, statusQuery, tasksDefinedSignal, WORKFLOW_TYPE } from '../../src/workflows/contract.js';
+import { amendGraphUpdate, cancelSignal, INVALID_TASK_GRAPH, rerunSignal, SEARCH_ATTRIBUTES, statusQuery, tasksDefinedSignal, WORKFLOW_TYPE } from '../../src/workflows/contract.js';
 import { useStack } from '../helpers/stackFixture.js';
 
 // The Temporal-native contract (docs/temporal.md), driven with the stock `temporal` CLI against a dev server
@@ -102,6 +102,54 @@ test('a blocked graph is found by TaskGraphState, and `temporal workflow signal 
     const out = await temporal('workflow', 'list', '--query', `${SEARCH_ATTRIBUTES.state.name}='finished' AND ${SEARCH_ATTRIBUTES.schedulerId.name}='${stack.config.schedulerId}'`, '--output', 'json');
     return out.includes(workflowId);
   }, 'workflow list finds the finished graph', 30_000);
+});
+
+/** `temporal workflow update execute --name amendGraph` with the edited file: the CLI's output, or its error. */
+async function amendNative(workflowId: string, file: unknown): Promise<{ ok: boolean; out: string }> {
+  const input = path.join(dir, `amend-${slugid.nice()}.json`);
+  writeFileSync(input, JSON.stringify(file));
+  try {
+    return { ok: true, out: await temporal('workflow', 'update', 'execute', '--workflow-id', workflowId, '--name', amendGraphUpdate.name, '--input-file', input, '--output', 'json') };
+  } catch (err) {
+    return { ok: false, out: `${(err as { stdout?: string }).stdout ?? ''}${(err as { stderr?: string }).stderr ?? ''}` };
+  }
+}
+
+test('`temporal workflow update execute --name amendGraph` amends a blocked graph as TGS_TEMPORAL_CLIENT_ID: refused without its scope, then the fixed task runs and the graph finishes', async () => {
+  const before = graphOf({ broken: { payload: { broken: true } }, after: { requires: ['broken'] }, other: {} });
+  const { workflowId, taskGraphId } = await startNative(before);
+  await eventually(async () => (await queryStatus(workflowId)).state === 'blocked', 'blocked', 60_000);
+  const edited = graphOf({ broken: { payload: { broken: false } }, after: { requires: ['broken'] }, other: {} });
+
+  // the Temporal client may create graphs but not amend them: refused with the scope it lacks, nothing written
+  let res = await amendNative(workflowId, edited);
+  assert.equal(res.ok, false);
+  assert.match(res.out, new RegExp(`scheduler:amend-task-graph:${taskGraphId}`));
+  const amends = async () => (await stack.api.db.pool.query('SELECT 1 FROM graph_amends WHERE task_graph_id = $1', [taskGraphId])).rowCount;
+  assert.equal(await amends(), 0);
+
+  await updateClient(stack.api.db.pool, TEMPORAL_CLIENT, {
+    description: 'Temporal-native graphs of this test file, which it may amend',
+    expires: new Date(Date.now() + 86_400_000).toISOString(),
+    deleteOnExpiration: false,
+    scopes: ['scheduler:create-task-graph', 'scheduler:amend-task-graph:*', `queue:scheduler-id:${stack.config.schedulerId}`, 'queue:create-task:highest:tgs-test/*'],
+  });
+  // an invalid file: the endpoint's 400 message, naming the label
+  res = await amendNative(workflowId, graphOf({ broken: {}, after: { requires: ['brokne'] } }));
+  assert.equal(res.ok, false);
+  assert.match(res.out, /after: requires unknown label \\?"brokne\\?"/);
+  assert.equal(await amends(), 0);
+
+  res = await amendNative(workflowId, edited);
+  assert.equal(res.ok, true, res.out);
+  const answer = JSON.parse(res.out).result ?? JSON.parse(res.out);
+  assert.deepEqual(answer.classification.changed, ['broken']);
+  assert.deepEqual(answer.classification.dependent, ['after']);
+  assert.equal(answer.superseded, 2);
+  const result = await stack.client.workflow.getHandle(workflowId).result();
+  assert.equal(result.state, 'finished');
+  const { rows } = await stack.api.db.pool.query<{ who: string }>('SELECT who FROM graph_amends WHERE task_graph_id = $1', [taskGraphId]);
+  assert.deepEqual(rows.map((r) => r.who), [`temporal:${TEMPORAL_CLIENT}`]);
 });
 
 async function expectInvalid(workflowId: string, pattern: RegExp) {

@@ -1,5 +1,7 @@
 import type { Activities, DispatchResult, PublishResult } from '../../src/activities/index.js';
-import type { GraphMeta, NodePage, Resolution } from '../../src/workflows/contract.js';
+import { ApplicationFailure } from '@temporalio/common';
+import type { AmendGraphStored } from '../../src/workflows/activityContract.js';
+import { INVALID_TASK_GRAPH, type AmendGraphRequest, type GraphMeta, type NodePage, type Resolution } from '../../src/workflows/contract.js';
 import type { DispatchItem } from '../../src/workflows/graphModel.js';
 import { pageFor, slicePage, type NodeSpec } from './graphPages.js';
 
@@ -22,6 +24,8 @@ export class FakeGraph {
   /** loadNodes calls so far; while loadGate is set, each waits for it (a load the test holds) */
   loadCalls = 0;
   loadGate: Promise<void> | undefined;
+  /** what the amendGraph activity does (the test stores the amend); unset: it refuses as the endpoint would */
+  onAmend: ((request: AmendGraphRequest) => AmendGraphStored) | undefined;
   private waiters: (() => void)[] = [];
 
   constructor(readonly taskGraphId: string, specs: NodeSpec[]) {
@@ -90,7 +94,7 @@ export function fakeActivities(graphs: Map<string, FakeGraph>): Activities {
       if (!graph) throw new Error(`fake: unknown graph ${id}`);
       return (makeFakeActivities(graph)[name] as (...args: unknown[]) => Promise<unknown>)(id, ...rest);
     };
-  const names: (keyof Activities)[] = ['createGraph', 'loadGraph', 'loadNodes', 'joinTasks', 'dispatchTasks', 'publishGraphEvent', 'cancelTasks', 'reconcile', 'cancelRequestOf'];
+  const names: (keyof Activities)[] = ['amendGraph', 'createGraph', 'loadGraph', 'loadNodes', 'joinTasks', 'dispatchTasks', 'publishGraphEvent', 'cancelTasks', 'reconcile', 'cancelRequestOf'];
   return Object.fromEntries(names.map((n) => [n, route(n)])) as unknown as Activities;
 }
 
@@ -106,6 +110,10 @@ function makeFakeActivities(self: FakeGraph): Activities {
   const impl = {
     async createGraph() {
       throw new Error('not used');
+    },
+    async amendGraph(_id: string, request: AmendGraphRequest): Promise<AmendGraphStored> {
+      if (!self.onAmend) throw ApplicationFailure.nonRetryable('fake: this amend is refused', INVALID_TASK_GRAPH, { code: 'InputValidationError' });
+      return self.onAmend(request);
     },
     async loadGraph(taskGraphId: string): Promise<GraphMeta> {
       return { taskGraphId, schedulerId: 'test-scheduler', routing: 'r', nodeCount: self.pages[0].taskIds.length / 22, state: 'running' };

@@ -8,6 +8,7 @@ import { startWorkflowEnv, type WorkflowEnv } from '../../support/workflowEnv.js
 import { eventually } from '../../support/stack.js';
 import type { NodeSpec } from '../helpers/graphPages.js';
 import {
+  amendGraphUpdate,
   amendUpdate,
   cancelSignal,
   extendedSignal,
@@ -404,6 +405,52 @@ test('an amend update replaces the failing task and its waiting dependent: the b
   assert.equal((await g.handle.result()).state, 'finished');
   assert.ok(!g.graph.dispatchedLabels().includes('schedule:after'), 'the replaced dependent never ran');
   assert.deepEqual(g.graph.published.map((p) => p.state), ['running', 'blocked', 'running', 'finished']);
+});
+
+test('an amendGraph update (a Temporal-native amend) stores the file through its activity and runs the replacements; refusals are the update\'s', async () => {
+  const g = await start([{ label: 'broken' }, { label: 'after', requires: ['broken'] }]);
+  await g.waitDispatched('schedule:broken');
+  await g.resolve('broken', 0, 'failed');
+  await g.graph.until(() => g.graph.published.some((p) => p.state === 'blocked'), 'blocked');
+  const file = { tasks: { broken: { task: { payload: { fixed: true } } }, after: { requires: ['broken'], task: {} } } };
+  // the shape is checked before anything runs; the activity's refusal comes back as the update's own failure
+  await assert.rejects(
+    g.handle.executeUpdate(amendGraphUpdate, { args: [{ tasks: [] } as never] }),
+    (err: unknown) => err instanceof WorkflowUpdateFailedError && /edited graph file/.test(String(err.cause?.message)),
+  );
+  await assert.rejects(
+    g.handle.executeUpdate(amendGraphUpdate, { args: [file] }),
+    (err: unknown) => err instanceof WorkflowUpdateFailedError && err.cause?.message === 'fake: this amend is refused',
+  );
+  const asked: unknown[] = [];
+  g.graph.onAmend = (request) => {
+    asked.push(request);
+    if (request.dryRun) return { dryRun: true, state: 'blocked', classification: { changed: ['broken'], metadata: [], added: [], dependent: ['after'], removed: [], unchanged: 0 }, tasks: [], mayBeKept: [], superseded: [], nodeCount: 2 };
+    g.graph.add([{ label: 'broken-2' }, { label: 'after-2', requires: ['broken-2'] }]);
+    return {
+      dryRun: false,
+      amend: 1,
+      state: 'blocked',
+      classification: { changed: ['broken'], metadata: [], added: [], dependent: ['after'], removed: [], unchanged: 0 },
+      tasks: [{ label: 'broken', taskId: g.graph.id('broken-2') }, { label: 'after', taskId: g.graph.id('after-2') }],
+      mayBeKept: [],
+      superseded: [g.graph.indexOf('broken'), g.graph.indexOf('after')],
+      nodeCount: g.graph.nodeCount,
+    };
+  };
+  const dry = await g.handle.executeUpdate(amendGraphUpdate, { args: [{ ...file, dryRun: true }] });
+  assert.equal(dry.dryRun, true);
+  assert.equal(dry.superseded, 0);
+  const applied = await g.handle.executeUpdate(amendGraphUpdate, { args: [file] });
+  assert.deepEqual(asked, [{ ...file, dryRun: true }, file]);
+  assert.equal(applied.superseded, 2);
+  assert.equal(applied.amend, 1);
+  await g.waitDispatched('schedule:broken-2');
+  await g.resolve('broken-2', 0, 'completed');
+  await g.waitDispatched('schedule:after-2');
+  await g.resolve('after-2', 0, 'completed');
+  assert.equal((await g.handle.result()).state, 'finished');
+  assert.ok(!g.graph.dispatchedLabels().includes('schedule:after'));
 });
 
 test('a Temporal cancellation of the workflow ends the graph as the cancel signal does, then the workflow as Canceled', async () => {
