@@ -6,7 +6,8 @@ import { startTestApi, type TestApi } from '../../support/api.js';
 import { eventually } from '../../support/stack.js';
 import { createTestTask } from '../helpers/queueTasks.js';
 import { sandboxScratch } from '../helpers/sandboxScratch.js';
-import { startShellWorker, type ShellWorker } from '../../src/shellWorker/index.js';
+import type { ShellWorker } from '../../src/shellWorker/index.js';
+import { startTestShellWorker } from '../helpers/testShellWorker.js';
 import { parseSize, planCgroups } from '../../src/shellWorker/limits.js';
 import { probeBwrap } from '../../src/shellWorker/sandbox.js';
 
@@ -40,24 +41,9 @@ after(async () => {
 });
 
 function worker(workerType: string, isolation: 'bwrap' | 'user'): string[] {
-  const lines: string[] = [];
-  workers.push(
-    startShellWorker({
-      rootUrl: t.rootUrl,
-      credentials: t.root,
-      provisionerId: 'tgs-test',
-      workerType,
-      capacity: 1,
-      workerId: `w-${workerType}`,
-      workDir,
-      isolation,
-      // nothing of the bounds goes to a forwarder
-      network: 'none',
-      limits: LIMITS,
-      logIntervalMs: 200,
-      log: (line) => lines.push(line),
-    }),
-  );
+  // nothing of the bounds goes to a forwarder
+  const { worker: w, lines } = startTestShellWorker(t, workerType, { workDir, isolation, capacity: 1, network: 'none', limits: LIMITS });
+  workers.push(w);
   return lines;
 }
 

@@ -13,6 +13,7 @@ import { logger } from '../../src/log.js';
 import { createTestTask } from '../helpers/queueTasks.js';
 import { sandboxScratch } from '../helpers/sandboxScratch.js';
 import { startShellWorker, NETWORK_UNSAFE_LINE, type ShellWorker, type ShellWorkerOptions } from '../../src/shellWorker/index.js';
+import { startTestShellWorker } from '../helpers/testShellWorker.js';
 import { chooseNetwork, findNetworkTools, narrowNetwork, networkUnavailable, type NetworkMode } from '../../src/shellWorker/network.js';
 import { probeBwrap } from '../../src/shellWorker/sandbox.js';
 import { hawkHeader } from '../../src/client/http.js';
@@ -111,23 +112,8 @@ after(async () => {
 });
 
 function worker(workerType: string, isolation: 'bwrap' | 'user', network: NetworkMode | undefined, extra: Partial<ShellWorkerOptions> = {}): { lines: string[] } {
-  const lines: string[] = [];
-  workers.push(
-    startShellWorker({
-      rootUrl: t.rootUrl,
-      credentials: t.root,
-      provisionerId: 'tgs-test',
-      workerType,
-      capacity: 2,
-      workerId: `w-${workerType}`,
-      workDir,
-      isolation,
-      network,
-      logIntervalMs: 200,
-      log: (line) => lines.push(line),
-      ...extra,
-    }),
-  );
+  const { worker: w, lines } = startTestShellWorker(t, workerType, { workDir, isolation, network, ...extra });
+  workers.push(w);
   return { lines };
 }
 

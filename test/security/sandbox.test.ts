@@ -9,6 +9,7 @@ import { eventually } from '../../support/stack.js';
 import { createTestTask } from '../helpers/queueTasks.js';
 import { sandboxScratch } from '../helpers/sandboxScratch.js';
 import { startShellWorker, UNSAFE_LINE, type IsolationMode, type ShellWorker, type ShellWorkerOptions } from '../../src/shellWorker/index.js';
+import { startTestShellWorker } from '../helpers/testShellWorker.js';
 import { chooseIsolation, type MachineFacts } from '../../src/shellWorker/sandbox.js';
 import { DEFAULT_UID_RANGE } from '../../src/shellWorker/runUids.js';
 import { TASK_PATH } from '../../src/shellWorker/taskEnv.js';
@@ -43,20 +44,7 @@ after(async () => {
 });
 
 function worker(workerType: string, isolation: IsolationMode | undefined, extra: Partial<ShellWorkerOptions> = {}): { worker: ShellWorker; lines: string[] } {
-  const lines: string[] = [];
-  const w = startShellWorker({
-    rootUrl: t.rootUrl,
-    credentials: t.root,
-    provisionerId: 'tgs-test',
-    workerType,
-    capacity: 2,
-    workerId: `w-${workerType}`,
-    workDir,
-    isolation,
-    logIntervalMs: 200,
-    log: (line) => lines.push(line),
-    ...extra,
-  });
+  const { worker: w, lines } = startTestShellWorker(t, workerType, { workDir, isolation, ...extra });
   workers.push(w);
   return { worker: w, lines };
 }

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { eventually } from '../../support/stack.js';
 import { createTestTask } from '../helpers/queueTasks.js';
-import { startShellWorker, type RunOutcome, type ShellWorker, type ShellWorkerOptions } from '../../src/shellWorker/index.js';
+import type { RunOutcome, ShellWorker, ShellWorkerOptions } from '../../src/shellWorker/index.js';
+import { startTestShellWorker } from '../helpers/testShellWorker.js';
 
 /*
  * A cancel reaches a running command in seconds: the queue's NOTIFY, the worker stream's `canceled` frame, SIGTERM to
@@ -36,15 +37,9 @@ after(async () => {
 });
 
 function worker(workerType: string, extra: Partial<ShellWorkerOptions> = {}): ShellWorker {
-  const w = startShellWorker({
-    rootUrl: t.rootUrl,
-    credentials: t.root,
-    provisionerId: 'tgs-test',
-    workerType,
-    capacity: 1,
-    workerId: `w-${workerType}`,
+  const { worker: w } = startTestShellWorker(t, workerType, {
     workDir,
-    logIntervalMs: 200,
+    capacity: 1,
     log: (line) => lines.push(line),
     onRun: (run) => outcomes.set(`${run.taskId}/${run.runId}`, run.outcome),
     ...extra,

@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { startTestApi, type TestApi } from '../../support/api.js';
 import { eventually } from '../../support/stack.js';
 import { createTestTask } from '../helpers/queueTasks.js';
-import { startShellWorker, type ShellWorker, type ShellWorkerOptions } from '../../src/shellWorker/index.js';
+import type { ShellWorker, ShellWorkerOptions } from '../../src/shellWorker/index.js';
+import { startTestShellWorker } from '../helpers/testShellWorker.js';
 
 /*
  * Stopping a shell worker drains it: no more claims, running tasks finish (up to --drain-timeout), the rest are
@@ -32,20 +33,7 @@ after(async () => {
 });
 
 function worker(workerType: string, extra: Partial<ShellWorkerOptions> = {}): { w: ShellWorker; lines: string[] } {
-  const lines: string[] = [];
-  const w = startShellWorker({
-    rootUrl: t.rootUrl,
-    credentials: t.root,
-    provisionerId: 'tgs-test',
-    workerType,
-    capacity: 2,
-    workerId: `w-${workerType}`,
-    workDir,
-    isolation: 'none',
-    logIntervalMs: 200,
-    log: (line) => lines.push(line),
-    ...extra,
-  });
+  const { worker: w, lines } = startTestShellWorker(t, workerType, { workDir, isolation: 'none', ...extra });
   workers.push(w);
   return { w, lines };
 }
