@@ -17,6 +17,7 @@ export {
   type GraphInfo,
   type GraphTask,
   type SubmittedGraph,
+  type GraphFile,
   type TaskState,
   type TaskStatus,
   type TaskRun,

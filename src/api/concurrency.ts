@@ -8,7 +8,8 @@ import { TgsError } from '../errors.js';
  * - `graphChanges`: the scheduler's changes long-poll. Each waiting request queries every 200 ms for up to
  *   60 s; the UI keeps one open per viewed graph.
  * - `graphNodes`: the nodes endpoint, one REPEATABLE READ transaction holding a connection while a graph's
- *   nodes (up to a 100,000-task graph: a few MB) are read.
+ *   nodes (up to a 100,000-task graph: a few MB) are read; and the graph's file (src/scheduler/graphFile.ts), whose
+ *   transaction holds its connection while the file's tens of MB are written to the reader.
  * - `graphReads`: the scheduler's other reads whose cost grows with a graph: inspect (a page bounded by edges,
  *   src/scheduler/graphReads.ts), inspectTask (a task's dependents), info and the graph list (counts of every
  *   member task's state). Three unthrottled inspect calls on a 180,000-edge graph stalled all of `tgs dev`

@@ -29,6 +29,14 @@ export interface TaskGraphNode {
   cache?: { name: string; tier?: string; digestData?: unknown; maxAge?: number | string; mode?: 'use' | 'refresh' | 'off' };
 }
 
+/** A graph's current file (`GET /task-graph/<taskGraphId>/file`, docs/formats.md § Amend). */
+export interface GraphFile {
+  taskGraphId: string;
+  tasks: Record<string, TaskGraphNode>;
+  /** labels of members stored before tgs kept their nodes (migration 041): amend with your own file for those */
+  missing: string[];
+}
+
 /** A task-graph as `PUT /task-graph/<taskGraphId>` takes it (docs/formats.md § Task-graph format). */
 /** The answer of an amend (docs/api.md, amendTaskGraph). */
 /** An amend's answer (docs/formats.md § Amend): what the `amendGraph` update answers, less its node counts, and what the workflow did. */
@@ -223,6 +231,14 @@ export class TgsClient {
    */
   amendGraph(taskGraphId: string, graph: { tasks: Record<string, TaskGraphNode> }, options: { dryRun?: boolean } = {}): Promise<AmendedGraph> {
     return this.scheduler<AmendedGraph>('PUT', `/task-graph/${enc(taskGraphId)}/amend${options.dryRun ? '?dryRun=true' : ''}`, graph);
+  }
+
+  /**
+   * The graph's current file (docs/formats.md § Amend): every member's node by label as it was submitted or last
+   * amended, to edit and give to `amendGraph`; `missing` names members stored before tgs kept their nodes.
+   */
+  graphFile(taskGraphId: string): Promise<GraphFile> {
+    return this.scheduler<GraphFile>('GET', `/task-graph/${enc(taskGraphId)}/file`);
   }
 
   async graphStatus(taskGraphId: string): Promise<GraphStatus> {

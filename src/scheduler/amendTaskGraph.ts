@@ -229,10 +229,10 @@ export async function amendTaskGraph(
     await patchMetadata(client, patches);
     const tasks = [...intake.created()].flat();
     await markAmended(client, taskGraphId, plan, tasks, candidates);
-    // a patched node's digest is now the file's, so the same file amended again finds it unchanged
-    const patchedDigests = plan.patched.map((label) => ({ idx: (stored.get(label) as StoredNode).idx, digest: (incoming.find((n) => n.label === label) as IncomingNode).digest }));
+    // a patched node's digest is now the file's, so the same file amended again finds it unchanged (its source too: GET .../file)
+    const patchedDigests = plan.patched.map((label) => ({ idx: (stored.get(label) as StoredNode).idx, digest: (incoming.find((n) => n.label === label) as IncomingNode).digest, source: nodes.get(label) }));
     await client.query(
-      `UPDATE graph_nodes n SET digest = decode(v.digest, 'hex') FROM jsonb_to_recordset($2::jsonb) AS v(idx int, digest text)
+      `UPDATE graph_nodes n SET digest = decode(v.digest, 'hex'), source = v.source FROM jsonb_to_recordset($2::jsonb) AS v(idx int, digest text, source jsonb)
         WHERE n.task_graph_id = $1 AND n.idx = v.idx`,
       [taskGraphId, JSON.stringify(patchedDigests)],
     );

@@ -47,6 +47,8 @@ interface PendingNode {
   /** the node's digest and work digest, hex (src/scheduler/nodeDigests.ts) */
   digest: string;
   workDigest: string;
+  /** the node as given (validated, defaults filled): stored for the graph's current file (migration 041) */
+  source: GraphNodeInput;
 }
 
 export interface IntakeOptions {
@@ -265,7 +267,7 @@ export class GraphIntake {
       this.held = [];
       return;
     }
-    const pending: PendingNode = { label, idx, taskId, requires, reruns: node.reruns, definition, digest: digests.digest.toString('hex'), workDigest: digests.workDigest.toString('hex') };
+    const pending: PendingNode = { label, idx, taskId, requires, reruns: node.reruns, definition, digest: digests.digest.toString('hex'), workDigest: digests.workDigest.toString('hex'), source: node };
     if (spec && !('errors' in spec)) {
       const taskQueueId = `${definition.provisionerId}/${definition.workerType}`;
       this.held.push({ node: { idx, label, spec, rawPayload: node.task.payload, requires, taskQueueId, scopes: definition.scopes }, pending });
@@ -389,7 +391,7 @@ export class GraphIntake {
     if (this.errors.size > 0 || this.pending.length === 0) return;
     const chunk = this.pending;
     this.pending = [];
-    const nodes = chunk.map((n) => ({ idx: n.idx, taskId: n.taskId, label: n.label, requires: n.requires, requiresMode: n.definition.requires === 'all-resolved' ? 1 : 0, reruns: n.reruns, digest: n.digest, workDigest: n.workDigest }));
+    const nodes = chunk.map((n) => ({ idx: n.idx, taskId: n.taskId, label: n.label, requires: n.requires, requiresMode: n.definition.requires === 'all-resolved' ? 1 : 0, reruns: n.reruns, digest: n.digest, workDigest: n.workDigest, source: n.source }));
     // the taskIds are this intake's own fresh slugids: nothing to compare with, no status to answer. The nodes go
     // in the tasks' statement: one round trip a chunk.
     await insertNewTasks(client, chunk.map((n) => ({ taskId: n.taskId, definition: n.definition })), {

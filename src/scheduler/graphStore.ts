@@ -168,6 +168,8 @@ export interface MemberNodeRow {
   /** hex digests of the node's definition (src/scheduler/nodeDigests.ts, migration 037) */
   digest: string;
   workDigest: string;
+  /** the node as submitted, validated (migration 041): what the graph's current file gives back */
+  source: unknown;
 }
 
 /**
@@ -178,14 +180,14 @@ export interface MemberNodeRow {
  */
 export function memberNodesInsert(taskGraphId: string, nodes: MemberNodeRow[], first: number): StatementPart {
   return {
-    sql: `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label, requires, requires_mode, reruns, reruns_left, digest, work_digest)
+    sql: `INSERT INTO graph_nodes (task_graph_id, idx, task_id, member, label, requires, requires_mode, reruns, reruns_left, digest, work_digest, source)
          SELECT $${first}, r.idx, r.task_id, true, r.label,
-                r.requires, r.requires_mode, r.reruns, r.reruns, decode(r.digest, 'hex'), decode(r.work_digest, 'hex')
+                r.requires, r.requires_mode, r.reruns, r.reruns, decode(r.digest, 'hex'), decode(r.work_digest, 'hex'), r.source
          FROM jsonb_to_recordset($${first + 1}::jsonb) AS r(idx int, task_id text, label text, requires int[], requires_mode smallint, reruns int,
-                                                         digest text, work_digest text)`,
+                                                         digest text, work_digest text, source jsonb)`,
     params: [
       taskGraphId,
-      JSON.stringify(nodes.map((n) => ({ idx: n.idx, task_id: n.taskId, label: n.label, requires: n.requires, requires_mode: n.requiresMode, reruns: n.reruns, digest: n.digest, work_digest: n.workDigest }))),
+      JSON.stringify(nodes.map((n) => ({ idx: n.idx, task_id: n.taskId, label: n.label, requires: n.requires, requires_mode: n.requiresMode, reruns: n.reruns, digest: n.digest, work_digest: n.workDigest, source: n.source }))),
     ],
   };
 }

@@ -7,6 +7,7 @@ import { taskGraphNodesEndpoint } from './nodes.js';
 import { taskGraphChangesEndpoint } from './changes.js';
 import { cacheEndpoints } from './cache.js';
 import { amendEndpoint } from './amend.js';
+import { graphFileEndpoint } from './file.js';
 import { infoEndpoint, inspectEndpoint, inspectTaskEndpoint, pingEndpoint, statusEndpoint } from './reads.js';
 
 /** The scheduler API (`/api/scheduler/v1`). */
@@ -26,5 +27,6 @@ export const schedulerEndpoints: Endpoint[] = [
   cancelEndpoint,
   resumeEndpoint,
   amendEndpoint,
+  graphFileEndpoint,
   ...cacheEndpoints,
 ];
