@@ -1,11 +1,5 @@
 import { canonicalDigest } from '../canonicalJson.js';
-
-/**
- * A task's fields an amend patches in place instead of rerunning the task (docs/formats.md § Amend): they change
- * when or how visibly it runs, never what it does. `created` is here because a generated graph file stamps it anew
- * each time; it is never patched.
- */
-export const METADATA_FIELDS = ['created', 'deadline', 'expires', 'priority', 'routes', 'tags', 'metadata'] as const;
+import { METADATA_FIELDS } from './metadataFields.js';
 
 /**
  * A validated graph node's two digests: of the whole node (the version-2 graph hash's part) and of the node without

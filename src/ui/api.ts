@@ -22,6 +22,8 @@ export class ApiError extends Error {
     message: string,
     /** For 403: the scope expression that was missing. */
     readonly required?: unknown,
+    /** The error's `details` (e.g. a refused graph's `labels`). */
+    readonly details?: Record<string, unknown>,
   ) {
     super(message);
   }
@@ -42,7 +44,7 @@ async function parse<T>(res: Response): Promise<T> {
     body = undefined;
   }
   if (!res.ok) {
-    throw new ApiError(res.status, body?.code ?? `HTTP ${res.status}`, body?.message ?? (text.slice(0, 300) || res.statusText), body?.details?.required);
+    throw new ApiError(res.status, body?.code ?? `HTTP ${res.status}`, body?.message ?? (text.slice(0, 300) || res.statusText), body?.details?.required, body?.details);
   }
   return body as T;
 }

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { stringify as stringifyYaml } from 'yaml';
 import { eventually } from '../../support/stack.js';
 import type { ClaimedTask } from '../../support/fastWorker.js';
 import { fastTask, graphOf } from '../../support/graphs.js';
@@ -357,5 +358,84 @@ test('a node reused from the cache is marked in the drawing and the table as the
   await page.reload();
   await waitForExpression(page, 'window.tgsGraph && window.tgsGraph.metrics.firstDraw !== undefined', 30_000);
   assert.equal(await cachedFlag('tool'), true);
+  await page.close();
+});
+
+test('Amend from the page: the graph\'s file in the editor, a command edited, the dry run says what reruns, Apply marks the new node and the one it replaced', async () => {
+  const { taskGraphId, ids } = await submit({ compile: { payload: { step: 'make' } }, package: { requires: ['compile'] }, docs: {} });
+  await waitGraphState(taskGraphId, 'finished');
+  const page = await newPage();
+  await openGraph(page, taskGraphId);
+  await expectCounts(page, { completed: 3 }, 'finished');
+  assert.equal(await page.getAttribute('button[name=amend-graph]', 'disabled'), '', 'signed out: Amend is disabled');
+  assert.equal(await page.$('select[name=amend-filter]'), null, 'a graph never amended has no amend filter');
+
+  // a client that may read but not amend: the dry run is refused with the scope it lacks
+  const clientId = `tests/ui-amend-${slugid.nice()}`;
+  const limited = await stack.root.request('auth', 'PUT', `/clients/${encodeURIComponent(clientId)}`, {
+    description: 'browser test: no amend scope',
+    expires: new Date(Date.now() + 3_600_000).toISOString(),
+    scopes: ['auth:current-scopes'],
+  });
+  await page.goto(`${stack.api.rootUrl}/ui/task-graph/${taskGraphId}#signin?clientId=${encodeURIComponent(clientId)}&accessToken=${limited.accessToken}`);
+  await page.waitForSelector(`nav.top .client-id:has-text("${clientId}")`);
+  await page.click('button[name=amend-graph]');
+  await waitForExpression(page, `document.querySelector('textarea[name=amend-file]')?.value.includes('"compile"')`, 15_000);
+  await page.click('button[name=amend-dry-run]');
+  const refused = (await (await page.waitForSelector('.amend-panel .amend-error')).textContent()) ?? '';
+  assert.match(refused, /403 InsufficientScopes/);
+  assert.match(refused, new RegExp(`Missing scope: scheduler:amend-task-graph:${taskGraphId}`));
+
+  // signed in with the scope: the editor holds the graph's current file, as submitted
+  await page.goto(`${stack.api.rootUrl}/ui/task-graph/${taskGraphId}#signin?clientId=${encodeURIComponent(stack.api.root.clientId)}&accessToken=${stack.api.root.accessToken}`);
+  await page.waitForSelector(`nav.top .client-id:has-text("${stack.api.root.clientId}")`);
+  await waitForExpression(page, 'window.tgsGraph && window.tgsGraph.metrics.firstDraw !== undefined', 30_000);
+  await page.click('button[name=amend-graph]');
+  await waitForExpression(page, `document.querySelector('textarea[name=amend-file]')?.value.includes('"compile"')`, 15_000);
+  const text = await page.inputValue('textarea[name=amend-file]');
+  assert.deepEqual(Object.keys(JSON.parse(text).tasks), ['compile', 'package', 'docs']);
+  assert.ok(await page.isDisabled('button[name=amend-apply]'), 'Apply waits for a dry run');
+
+  // an uploaded YAML file (as `tgs graph amend` reads it) with a label more: dry run only
+  const withLint = stringifyYaml({ tasks: { ...JSON.parse(text).tasks, lint: graphOf({ lint: {} }).tasks.lint } });
+  await page.setInputFiles('input[name=amend-upload]', { name: 'graph.yml', mimeType: 'application/yaml', buffer: Buffer.from(withLint) });
+  await waitForExpression(page, `document.querySelector('textarea[name=amend-file]')?.value.startsWith('tasks:')`);
+  await page.click('button[name=amend-dry-run]');
+  await page.waitForSelector('.amend-classification .amend-group[data-class=added] .amend-label:has-text("lint")');
+  assert.equal(await page.textContent('.amend-classification [data-unchanged]'), '3');
+
+  // back to the graph's file; one line edited: compile's command
+  await page.click('button[name=amend-close]');
+  await page.click('button[name=amend-graph]');
+  await waitForExpression(page, `document.querySelector('textarea[name=amend-file]')?.value.includes('"compile"')`, 15_000);
+  const edited = (await page.inputValue('textarea[name=amend-file]')).replace('"step": "make"', '"step": "make -j8"');
+  assert.ok(edited.includes('make -j8'));
+  await page.fill('textarea[name=amend-file]', edited);
+  await page.click('button[name=amend-dry-run]');
+  await page.waitForSelector('.amend-classification');
+  const group = (cls: string) => page.$$eval(`.amend-classification .amend-group[data-class=${cls}] .amend-label`, (els) => els.map((e) => e.textContent));
+  assert.deepEqual(await group('changed'), ['compile']);
+  assert.deepEqual(await group('dependent'), ['package']);
+  assert.deepEqual(await group('metadata'), []);
+  assert.equal(await page.textContent('.amend-classification [data-unchanged]'), '1');
+  assert.match((await page.textContent('.amend-classification [data-rerun-count]')) ?? '', /2 tasks would run again/);
+  assert.equal(await graphState(taskGraphId), 'finished', 'a dry run changes nothing');
+
+  await page.click('button[name=amend-apply]');
+  await page.waitForSelector('.graph-header .action-result.ok:has-text("Amend #1 applied: 2 new tasks, 0 patched, 0 removed, 1 unchanged")');
+  assert.equal(await page.$('.amend-panel'), null, 'the panel closes');
+  // the page loads the graph again: the new compile node is marked changed, package dependent, the old ones replaced
+  await page.waitForSelector('.table-body .row[data-label=compile][data-amend=changed]', { timeout: 30_000 });
+  // package reruns, or keeps its run when compile's outputs come out the same (early cutoff)
+  assert.match((await page.getAttribute('.table-body .row[data-label=package]', 'data-amend')) ?? '', /^(dependent|kept)$/);
+  const mark = (idx: string) => page.evaluate(`(window.tgsGraph.flags[${idx}] >> 5) & 7`);
+  assert.equal(await mark(`window.tgsGraph.find('compile')`), 1, 'the drawing rings the new compile node as changed');
+  assert.equal(await mark(`window.tgsGraph.indexOf(${JSON.stringify(ids.get('compile'))})`), 6, 'the old compile node is drawn as replaced');
+  assert.match((await page.textContent('.legend.amend-legend')) ?? '', /changed.*replaced/);
+  await expectCounts(page, { completed: 3 }, 'finished');
+  // the filter shows the replaced nodes (no members: the table leaves them out otherwise)
+  await page.selectOption('select[name=amend-filter]', 'replaced');
+  await waitForExpression(page, `document.querySelectorAll('.table-body .row[data-amend=replaced]').length === 2`);
+  assert.equal(await page.textContent('.table-count'), '2 of 3 tasks');
   await page.close();
 });

@@ -6,6 +6,8 @@ import { href } from '../router';
 import { isResolved, STATE_NAMES } from '../states';
 import { TaskActions } from './TaskActions';
 import { RunSections, StateBadge, type TaskStatus } from './TaskDetails';
+import { AmendBadge } from './AmendBadge';
+import { AMEND_MARKS, SUPERSEDED } from '../graph/amendMarks';
 
 const MAX_LINKS = 60;
 
@@ -39,6 +41,7 @@ export function TaskPanel({ store, idx, version }: { store: GraphStore; idx: num
   const taskId = store.taskId(idx);
   const state = STATE_NAMES[d.states[idx]];
   const member = d.members[idx] === 1;
+  const mark = d.amend[idx] > 0 ? AMEND_MARKS[d.amend[idx]] : undefined;
   const runs = d.runs[idx];
   // Refetch details when the task's state or run count changes (the live feed says so).
   const refresh = `${state}/${runs}`;
@@ -66,7 +69,7 @@ export function TaskPanel({ store, idx, version }: { store: GraphStore; idx: num
   return (
     <aside class="task-panel" aria-label="task details" data-task-id={taskId}>
       <div class="panel-head">
-        <h2 class="task-label">{member ? store.label(idx) : '(external task)'}</h2>
+        <h2 class="task-label">{member ? store.label(idx) : d.amend[idx] === SUPERSEDED ? `(replaced) ${d.labels[idx]}`.trim() : '(external task)'}</h2>
         <button class="close" title="close" onClick={() => store.select(undefined, false)}>
           ×
         </button>
@@ -82,6 +85,14 @@ export function TaskPanel({ store, idx, version }: { store: GraphStore; idx: num
         <dd class="task-state">
           <StateBadge state={state} />
         </dd>
+        {mark && (
+          <>
+            <dt>amend</dt>
+            <dd class="task-amend">
+              <AmendBadge mark={mark} /> {mark.meaning}
+            </dd>
+          </>
+        )}
         {member && (
           <>
             <dt>reruns left</dt>

@@ -5,6 +5,8 @@ import type { GraphStore } from '../graph/store';
 import { STATE_NAMES } from '../states';
 import { duration } from './format';
 import { StateBadge } from './TaskDetails';
+import { AmendBadge } from './AmendBadge';
+import { AMEND_MARKS, SUPERSEDED } from '../graph/amendMarks';
 
 const ROW_HEIGHT = 24;
 const VIEW_ROWS = 8;
@@ -26,7 +28,11 @@ export function TaskTable({ store, version }: { store: GraphStore; version: numb
     const d = store.data;
     if (!d) return [] as number[];
     const filter = store.stateFilter;
-    let rows = Array.from(byLabel).filter((i) => d.members[i] && (filter === undefined || d.states[i] === filter));
+    const marked = store.amendFilter;
+    // members; the nodes an amend replaced only when that is what the filter asks for
+    let rows = Array.from(byLabel).filter(
+      (i) => (d.members[i] || (marked === SUPERSEDED && d.amend[i] === SUPERSEDED)) && (filter === undefined || d.states[i] === filter) && (marked === undefined || d.amend[i] === marked),
+    );
     if (sort.key === 'state') {
       // Stable counting sort by state code keeps label order within a state.
       const buckets: number[][] = STATE_NAMES.map(() => []);
@@ -44,7 +50,7 @@ export function TaskTable({ store, version }: { store: GraphStore; version: numb
     if (sort.desc) rows.reverse();
     return rows;
     // version: states changed
-  }, [store, byLabel, sort, version, store.stateFilter]);
+  }, [store, byLabel, sort, version, store.stateFilter, store.amendFilter]);
 
   const first = Math.max(0, Math.floor(scrollTop / ROW_HEIGHT) - 2);
   const last = Math.min(order.length, first + VIEW_ROWS + 5);
@@ -77,6 +83,27 @@ export function TaskTable({ store, version }: { store: GraphStore; version: numb
             ))}
           </select>
         </label>{' '}
+        {store.amendCounts.some((count, code) => code > 0 && count > 0) && (
+          <label>
+            amended{' '}
+            <select
+              name="amend-filter"
+              value={store.amendFilter === undefined ? '' : AMEND_MARKS[store.amendFilter].name}
+              onChange={(e) => {
+                const v = e.currentTarget.value;
+                store.setAmendFilter(v ? AMEND_MARKS.findIndex((m) => m.name === v) : undefined);
+                setScrollTop(0);
+              }}
+            >
+              <option value="">any</option>
+              {AMEND_MARKS.map((m, code) => (
+                <option value={m.name} key={m.name} title={m.meaning}>
+                  {m.name} ({store.amendCounts[code]})
+                </option>
+              ))}
+            </select>
+          </label>
+        )}{' '}
         <span class="muted table-count">
           {order.length} of {store.counts.reduce((a, b) => a + b, 0)} tasks
         </span>
@@ -93,6 +120,7 @@ export function TaskTable({ store, version }: { store: GraphStore; version: numb
           {d &&
             order.slice(first, last).map((i, k) => {
               const state = STATE_NAMES[d.states[i]];
+              const mark = d.amend[i] > 0 ? AMEND_MARKS[d.amend[i]] : undefined;
               return (
                 <div
                   key={i}
@@ -100,11 +128,13 @@ export function TaskTable({ store, version }: { store: GraphStore; version: numb
                   data-label={d.labels[i]}
                   data-state={state}
                   data-cached={d.cached[i] ? '1' : undefined}
+                  data-amend={mark?.name}
                   style={{ top: `${(first + k) * ROW_HEIGHT}px` }}
                   onClick={() => store.select(i, true)}
                 >
                   <span class="c-label" title={d.labels[i]}>
-                    {d.labels[i]}
+                    {mark && <AmendBadge mark={mark} />}
+                    {d.labels[i] || (d.members[i] ? '' : '(replaced)')}
                   </span>
                   <span class="c-state">
                     <StateBadge state={state} />

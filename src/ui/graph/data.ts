@@ -36,6 +36,8 @@ export interface GraphData {
   resolved: Float64Array;
   /** 1 where the latest run was reused from the cache. */
   cached: Uint8Array;
+  /** What an amend did to each node: its code in amendMarks.ts (0 where none did, and from an API without `amend`). */
+  amend: Uint8Array;
   reqStart: Uint32Array;
   req: Uint32Array;
   depStart: Uint32Array;

@@ -3,6 +3,7 @@
 // an extension (nodes added by extend) only brings the new ones and everything is laid out again.
 import { csrFromCounts, edgeSegments, layoutGraph } from './layout';
 import { stateCode } from '../states';
+import { amendCode } from './amendMarks';
 import { graphHeaderOf, type GraphData, type GraphHeader, type WorkerRequest, type WorkerResponse } from './data';
 
 interface NodesAnswer extends GraphHeader {
@@ -15,6 +16,8 @@ interface NodesAnswer extends GraphHeader {
   started: (number | null)[];
   resolved: (number | null)[];
   cached: string;
+  /** one character a node (amendMarks.ts); absent from an API older than amend's marks */
+  amend?: string;
   requireCounts: number[];
   requires: number[];
 }
@@ -25,6 +28,9 @@ const scope = self as unknown as {
 };
 
 let raw: NodesAnswer | undefined;
+
+/** An answer's `amend`, '-' for each node where the answer has none. */
+const marksOf = (answer: NodesAnswer) => answer.amend ?? '-'.repeat(answer.labels.length);
 
 function append(into: NodesAnswer, more: NodesAnswer): NodesAnswer {
   const n = into.labels.length;
@@ -40,6 +46,7 @@ function append(into: NodesAnswer, more: NodesAnswer): NodesAnswer {
     started: into.started.concat(more.started),
     resolved: into.resolved.concat(more.resolved),
     cached: into.cached + more.cached,
+    amend: marksOf(into) + marksOf(more),
     requireCounts: into.requireCounts.concat(more.requireCounts),
     requires: into.requires.concat(more.requires),
   };
@@ -71,11 +78,13 @@ function handle(request: WorkerRequest): void {
   const states = new Uint8Array(n);
   const members = new Uint8Array(n);
   const cached = new Uint8Array(n);
+  const amend = new Uint8Array(n);
   for (let i = 0; i < n; i++) {
     states[i] = stateCode(raw.states[i]);
     members[i] = raw.members.charCodeAt(i) === 49 ? 1 : 0;
-    // an older API's answer has no `cached`
+    // an older API's answer has no `cached`, nor `amend`
     cached[i] = raw.cached?.charCodeAt(i) === 49 ? 1 : 0;
+    amend[i] = amendCode(raw.amend?.[i]);
   }
   const data: GraphData = {
     header: graphHeaderOf(raw),
@@ -89,6 +98,7 @@ function handle(request: WorkerRequest): void {
     started: Float64Array.from(raw.started, time),
     resolved: Float64Array.from(raw.resolved, time),
     cached,
+    amend,
     reqStart,
     req,
     depStart: layout.depStart,
@@ -100,7 +110,7 @@ function handle(request: WorkerRequest): void {
     bounds: layout.bounds,
     timings: { fetchMs: request.fetchMs, parseMs: t2 - t1, layoutMs: t3 - t2 },
   };
-  const transfer = [members, states, cached, data.runs, data.started, data.resolved, reqStart, req, data.depStart, data.dep, data.xy, edges].map((a) => a.buffer);
+  const transfer = [members, states, cached, amend, data.runs, data.started, data.resolved, reqStart, req, data.depStart, data.dep, data.xy, edges].map((a) => a.buffer);
   scope.postMessage({ type: 'graph', data }, transfer);
 }
 

@@ -6,7 +6,8 @@
 import { stateRgb } from '../states';
 import { ROW_GAP } from './layout';
 import { Camera } from './camera';
-import { FLAG_BLOCKING, FLAG_SELECTED } from './flags';
+import { AMEND_BITS, AMEND_SHIFT, FLAG_BLOCKING, FLAG_SELECTED } from './flags';
+import { SUPERSEDED } from './amendMarks';
 import { BLIT_FS, BLIT_VS, EDGE_FS, EDGE_VS, NODE_FS, NODE_VS } from './shaders';
 
 function compileProgram(gl: WebGL2RenderingContext, vs: string, fs: string): WebGLProgram {
@@ -369,7 +370,9 @@ export class GraphRenderer {
       if (!readable && !marked) continue;
       const p = cam.toScreen(g.xy[2 * i], g.xy[2 * i + 1]);
       if (p.x < -100 || p.y < -20 || p.x > cam.width + 100 || p.y > cam.height + 20) continue;
-      let text = g.labels[i] || '(external)';
+      // a node an amend replaced is no member: named as such, not as an external task
+      const replaced = (g.flags[i] & AMEND_BITS) >> AMEND_SHIFT === SUPERSEDED;
+      let text = replaced ? `(replaced) ${g.labels[i]}`.trim() : g.labels[i] || '(external)';
       if (text.length > maxChars && !marked) text = `${text.slice(0, maxChars - 1)}…`;
       const y = p.y + (g.flags[i] & FLAG_BLOCKING ? Math.max(size * 1.3, 16) : size) / 2 + 2;
       ctx.strokeText(text, p.x, y);

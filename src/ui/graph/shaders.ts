@@ -2,10 +2,26 @@
 // sources from the TypeScript constants, so the shaders cannot drift from what store.ts sets and states.ts colours.
 // Also imported by node's unit tests: imports carry .js, and nothing here touches the DOM.
 import { STATE_NAMES } from '../states.js';
-import { FLAG_BLOCKING, FLAG_CACHED, FLAG_DIM, FLAG_HELD_BACK, FLAG_SELECTED } from './flags.js';
+import { AMEND_MARKS, markRgb, SUPERSEDED } from './amendMarks.js';
+import { AMEND_SHIFT, FLAG_BLOCKING, FLAG_CACHED, FLAG_DIM, FLAG_HELD_BACK, FLAG_SELECTED } from './flags.js';
 
 const STATE_COUNT = STATE_NAMES.length;
 const bit = (flag: number) => `${flag}u`;
+
+/**
+ * The amend marks' rings (amendMarks.ts), one line of GLSL a mark: `solid` and `dashed` 2.5 pixels wide, `thin` and
+ * `faded` 1.5; twelve dashes around the node (atan's angle × 6/π: every other half of twelve units). A replaced node is washed out
+ * as well. Only on nodes of 7 pixels or more, like the other rings.
+ */
+const amendRings = AMEND_MARKS.map((mark, code) => {
+  if (mark.ring === 'none') return '';
+  const rgb = markRgb(mark).map((v) => v.toFixed(3)).join(', ');
+  const width = mark.ring === 'thin' || mark.ring === 'faded' ? '1.5' : '2.5';
+  const dashes = mark.ring === 'dashed' || mark.ring === 'faded' ? ' && fract(atan(c.y, c.x) * 1.9099) < 0.5' : '';
+  return `  if (mark == ${code}u && v_size >= 7.0 && r > 1.0 - ${width} * px${dashes}) col = vec3(${rgb});`;
+})
+  .filter((line) => line !== '')
+  .join('\n');
 
 export const NODE_VS = `#version 300 es
 in vec2 a_pos;
@@ -47,6 +63,9 @@ void main() {
   if ((v_flags & ${bit(FLAG_HELD_BACK)}) != 0u) col = (v_size >= 7.0 && r < 0.5) ? vec3(1.0) : mix(col, vec3(0.55, 0.18, 0.1), 0.6);
   if (v_size >= 7.0 && r > 1.0 - 1.5 * px) col = col * 0.6;
   if ((v_flags & ${bit(FLAG_CACHED)}) != 0u && r > 0.3 && r < 0.55) col = vec3(1.0);
+  uint mark = (v_flags >> ${AMEND_SHIFT}u) & 7u;
+  if (mark == ${SUPERSEDED}u) col = mix(col, vec3(1.0), 0.7);
+${amendRings}
   if ((v_flags & ${bit(FLAG_BLOCKING)}) != 0u && r > 1.0 - 5.0 * px) col = (r > 1.0 - 2.5 * px) ? vec3(0.0) : vec3(1.0, 0.85, 0.0);
   if ((v_flags & ${bit(FLAG_SELECTED)}) != 0u && r > 1.0 - 3.5 * px) col = vec3(0.0, 0.75, 1.0);
   o_color = vec4(col, 1.0);

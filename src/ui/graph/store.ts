@@ -5,7 +5,18 @@ import { apiGet, apiUrl, ApiError } from '../api';
 import { isResolved, stateCode, STATE_NAMES } from '../states';
 import { graphHeaderOf, type GraphData, type GraphHeader, type WorkerRequest, type WorkerResponse } from './data';
 import { GraphRenderer } from './renderer';
-import { FLAG_BLOCKING, FLAG_CACHED, FLAG_DIM, FLAG_HELD_BACK, FLAG_SELECTED } from './flags';
+import { AMEND_BITS, AMEND_SHIFT, FLAG_BLOCKING, FLAG_CACHED, FLAG_DIM, FLAG_HELD_BACK, FLAG_SELECTED } from './flags';
+import { AMEND_MARKS, amendCode, SUPERSEDED } from './amendMarks';
+
+/** Marks of nodes an amend made: seeing one among an extension's new nodes means the graph was amended, not extended. */
+const NEW_BY_AMEND = new Set(['c', 'a', 'd'].map(amendCode));
+const DEPENDENT = amendCode('d');
+/**
+ * A reload the page did not ask for (a dependent resolved, which early cutoff may have kept) waits at least this long
+ * after the previous one, and 5 times as long as that one took: the whole graph is fetched and laid out again
+ * (2-3 s at 100,000 tasks, docs/ui.md).
+ */
+const RELOAD_SPACING_MS = 5_000;
 
 interface ChangesAnswer extends GraphHeader {
   graphChanged: boolean;
@@ -38,6 +49,10 @@ export class GraphStore {
   heldBack = 0;
   selected: number | undefined;
   stateFilter: number | undefined;
+  /** Only nodes with this amend mark (amendMarks.ts code) are shown at full strength. */
+  amendFilter: number | undefined;
+  /** How many nodes carry each amend mark (members, and replaced nodes for SUPERSEDED). */
+  amendCounts = new Array<number>(AMEND_MARKS.length).fill(0);
   metrics: Metrics = { start: performance.now(), changesApplied: 0 };
   /** Date.now() when the frame that drew the latest change of a task was drawn (for the bench). */
   readonly drawnAt = new Map<string, number>();
@@ -50,6 +65,11 @@ export class GraphStore {
   private abort = new AbortController();
   private stopped = false;
   private extendResolve: (() => void) | undefined;
+  /** The whole graph is fetched again before the next changes: an amend changed nodes already shown. */
+  private reloadWanted: 'now' | 'soon' | undefined;
+  private lastReload = { at: 0, ms: 0 };
+  /** Aborts the long-poll in flight, so a reload the page asked for does not wait for its answer. */
+  private pollAbort: AbortController | undefined;
 
   constructor(readonly taskGraphId: string) {
     this.worker = new Worker(new URL('./layoutWorker.ts', import.meta.url), { type: 'module' });
@@ -157,6 +177,27 @@ export class GraphStore {
     this.notify(true);
   }
 
+  setAmendFilter(code: number | undefined): void {
+    this.amendFilter = code;
+    this.updateDim();
+    this.renderer?.flagsChanged();
+    this.notify(true);
+  }
+
+  /** The amend mark of a node (amendMarks.ts code). */
+  amendMark(idx: number): number {
+    return (this.data as GraphData).amend[idx];
+  }
+
+  /**
+   * Fetches the whole graph again (after an amend this page made): members, marks and states, laid out anew, in the
+   * live feed's turn, so no state goes back.
+   */
+  reload(): void {
+    this.reloadWanted = 'now';
+    this.pollAbort?.abort();
+  }
+
   fit(): void {
     this.renderer?.fit();
   }
@@ -238,12 +279,19 @@ export class GraphStore {
     for (let i = old ? old.n : 0; i < data.n; i++) this.idxOf.set(data.taskIds.slice(22 * i, 22 * i + 22), i);
     const flags = new Uint8Array(data.n);
     flags.set(this.flags.subarray(0, Math.min(this.flags.length, data.n)));
-    for (let i = 0; i < data.n; i++) flags[i] = data.cached[i] ? flags[i] | FLAG_CACHED : flags[i] & ~FLAG_CACHED;
+    for (let i = 0; i < data.n; i++) {
+      const f = data.cached[i] ? flags[i] | FLAG_CACHED : flags[i] & ~FLAG_CACHED;
+      flags[i] = (f & ~AMEND_BITS) | (data.amend[i] << AMEND_SHIFT);
+    }
     this.flags = flags;
+    // an extension whose new nodes an amend made: the nodes shown before changed too (replaced, patched)
+    if (old && data.newFrom > 0 && data.amend.subarray(data.newFrom).some((code) => NEW_BY_AMEND.has(code))) this.reloadWanted = 'now';
     this.recount();
     this.updateMarkers();
     this.updateDim();
     this.renderer?.setGraph(this.rendererGraph(), !old);
+    // laid out again: the selected node's edges are drawn where its neighbours are now
+    if (old && this.selected !== undefined) this.select(this.selected < data.n ? this.selected : undefined, false);
     this.notify(true);
     if (this.extendResolve) this.extendResolve();
     else if (!old) void this.follow();
@@ -257,7 +305,11 @@ export class GraphStore {
   private recount(): void {
     const d = this.data as GraphData;
     this.counts.fill(0);
-    for (let i = 0; i < d.n; i++) if (d.members[i]) this.counts[d.states[i]]++;
+    this.amendCounts.fill(0);
+    for (let i = 0; i < d.n; i++) {
+      if (d.members[i]) this.counts[d.states[i]]++;
+      if (d.members[i] || d.amend[i] === SUPERSEDED) this.amendCounts[d.amend[i]]++;
+    }
   }
 
   /** Blocking tasks (the graph's blockedBy) and everything downstream of them. */
@@ -291,8 +343,9 @@ export class GraphStore {
     const d = this.data;
     if (!d) return;
     const f = this.stateFilter;
+    const a = this.amendFilter;
     for (let i = 0; i < d.n; i++) {
-      if (f !== undefined && d.states[i] !== f) this.flags[i] |= FLAG_DIM;
+      if ((f !== undefined && d.states[i] !== f) || (a !== undefined && d.amend[i] !== a)) this.flags[i] |= FLAG_DIM;
       else this.flags[i] &= ~FLAG_DIM;
     }
   }
@@ -301,14 +354,21 @@ export class GraphStore {
   private async follow(): Promise<void> {
     let failures = 0;
     while (!this.stopped) {
+      const reloadDue = this.lastReload.at + Math.max(RELOAD_SPACING_MS, 5 * this.lastReload.ms);
+      if (this.reloadWanted === 'now' || (this.reloadWanted === 'soon' && performance.now() >= reloadDue)) {
+        await this.reloadNodes();
+        continue;
+      }
+      // a reload due soon ends the long-poll's wait (20 s by default) when it is due
+      const wait = this.reloadWanted === 'soon' ? `&wait=${Math.min(60, Math.max(1, Math.ceil((reloadDue - performance.now()) / 1000)))}` : '';
       const header = this.header as GraphHeader;
       let answer: ChangesAnswer;
+      const poll = new AbortController();
+      this.pollAbort = poll;
+      const stop = () => poll.abort();
+      this.abort.signal.addEventListener('abort', stop);
       try {
-        answer = await apiGet<ChangesAnswer>(
-          'scheduler',
-          `/task-graph/${this.taskGraphId}/changes?since=${encodeURIComponent(header.cursor)}`,
-          this.abort.signal,
-        );
+        answer = await apiGet<ChangesAnswer>('scheduler', `/task-graph/${this.taskGraphId}/changes?since=${encodeURIComponent(header.cursor)}${wait}`, poll.signal);
         failures = 0;
         if (this.liveError) {
           this.liveError = undefined;
@@ -316,11 +376,15 @@ export class GraphStore {
         }
       } catch (err) {
         if (this.stopped) return;
+        // aborted for a reload (reload())
+        if (poll.signal.aborted) continue;
         failures++;
         this.liveError = `Live updates interrupted (${err instanceof ApiError ? `${err.status} ${err.message}` : (err as Error).message}); retrying…`;
         this.notify(true);
         await new Promise((r) => setTimeout(r, Math.min(5000, 500 * failures)));
         continue;
+      } finally {
+        this.abort.signal.removeEventListener('abort', stop);
       }
       this.applyChanges(answer);
       if (answer.nodeCount > this.n) {
@@ -334,6 +398,18 @@ export class GraphStore {
     }
   }
 
+  /** The whole graph again, laid out anew (see reload()); the feed goes on from the new answer's cursor. */
+  private async reloadNodes(): Promise<void> {
+    this.reloadWanted = undefined;
+    const started = performance.now();
+    await new Promise<void>((resolve) => {
+      this.extendResolve = resolve;
+      void this.fetchNodes('load', 0);
+    });
+    this.extendResolve = undefined;
+    this.lastReload = { at: performance.now(), ms: performance.now() - started };
+  }
+
   private applyChanges(answer: ChangesAnswer): void {
     const d = this.data as GraphData;
     const c = answer.changes;
@@ -345,6 +421,8 @@ export class GraphStore {
       const i = this.idxOf.get(taskId);
       if (i === undefined) continue;
       const code = stateCode(c.states[k]);
+      // a dependent an amend made resolves: early cutoff may have kept it (mark `k`), which only the nodes answer says
+      if (d.amend[i] === DEPENDENT && isResolved(code) && !isResolved(d.states[i])) this.reloadWanted ??= 'soon';
       if (d.members[i] && d.states[i] !== code) {
         this.counts[d.states[i]]--;
         this.counts[code]++;

@@ -3,10 +3,13 @@
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { GraphWhy } from '../components/Why';
 import { ActionResult, ConfirmButton, useAction, useActionsEnabled } from '../components/Actions';
+import { AmendPanel, appliedText } from '../components/AmendPanel';
+import { AmendRing } from '../components/AmendBadge';
 import { ago } from '../components/format';
 import { TaskPanel } from '../components/TaskPanel';
 import { TaskTable } from '../components/TaskTable';
 import { GraphStore } from '../graph/store';
+import { AMEND_MARKS } from '../graph/amendMarks';
 import { temporalLink } from '../settings';
 import { GRAPH_STATE_COLORS, STATE_COLORS, STATE_NAMES } from '../states';
 
@@ -31,6 +34,21 @@ function Counts({ store }: { store: GraphStore }) {
         </li>
       )}
     </ul>
+  );
+}
+
+/** The amend marks the graph has (none for a graph never amended). */
+function AmendLegend({ store }: { store: GraphStore }) {
+  const shown = AMEND_MARKS.map((mark, code) => ({ mark, code })).filter(({ code }) => code > 0 && store.amendCounts[code] > 0);
+  if (shown.length === 0) return null;
+  return (
+    <div class="legend amend-legend" aria-label="amend marks">
+      {shown.map(({ mark }) => (
+        <span key={mark.char} title={mark.meaning} data-mark={mark.name}>
+          <AmendRing mark={mark} /> {mark.name}
+        </span>
+      ))}
+    </div>
   );
 }
 
@@ -94,6 +112,8 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
   const resume = useAction();
   const rerun = useAction();
   const signedIn = useActionsEnabled();
+  const [amending, setAmending] = useState(false);
+  const [amended, setAmended] = useState<{ ok: boolean; text: string }>();
   // A running graph with pending tasks asks why 10 s after the page sees them pending, then every 10 s (a pool without
   // workers shows while the graph runs); not at once, so the first frame needs nothing but the nodes and the feed.
   const [whyTick, setWhyTick] = useState(0);
@@ -154,6 +174,11 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
               }
             />
           )}
+          {state && state !== 'canceled' && (
+            <button name="amend-graph" disabled={!signedIn.enabled || amending} title={signedIn.title ?? "Edit the graph's file: what changed runs again"} onClick={() => setAmending(true)}>
+              Amend
+            </button>
+          )}
           {state && state !== 'finished' && state !== 'canceled' && (
             <ConfirmButton
               name="cancel-graph"
@@ -170,6 +195,19 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
         <ActionResult result={cancel.result} />
         <ActionResult result={resume.result} />
         <ActionResult result={rerun.result} />
+        <ActionResult result={amended} />
+        {amending && (
+          <AmendPanel
+            taskGraphId={taskGraphId}
+            onClose={() => setAmending(false)}
+            onApplied={(answer) => {
+              setAmending(false);
+              setAmended({ ok: true, text: appliedText(answer) });
+              // the marks, the replaced nodes and the new ones: the feed carries none of them
+              store.reload();
+            }}
+          />
+        )}
         {header && (
           <div class="summary">
             <span class="total">
@@ -221,6 +259,7 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
               −
             </button>
             <Legend />
+            <AmendLegend store={store} />
           </div>
           <div class="canvas-wrap">
             <canvas ref={canvas} class="graph-canvas" />
