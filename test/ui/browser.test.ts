@@ -385,6 +385,7 @@ test('Amend from the page: the graph\'s file in the editor, a command edited, th
   const refused = (await (await page.waitForSelector('.amend-panel .amend-error')).textContent()) ?? '';
   assert.match(refused, /403 InsufficientScopes/);
   assert.match(refused, new RegExp(`Missing scope: scheduler:amend-task-graph:${taskGraphId}`));
+  await page.click('button[name=amend-close]');
 
   // signed in with the scope: the editor holds the graph's current file, as submitted
   await page.goto(`${stack.api.rootUrl}/ui/task-graph/${taskGraphId}#signin?clientId=${encodeURIComponent(stack.api.root.clientId)}&accessToken=${stack.api.root.accessToken}`);
