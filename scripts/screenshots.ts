@@ -8,6 +8,9 @@
  *   docs/ui-graph-300.png  a 300-task graph (10 layers of 30, fan-in 4) at the Fit zoom, edges and all
  *   docs/ui-hooks.png      the hooks page: a scheduled hook, a paused one, one whose fire was refused
  *   docs/ui-index.png      the index browser in a namespace with tasks indexed in it
+ *   docs/ui-amend.png      Amend on a finished graph: its file edited, the dry run's classes
+ *   docs/ui-amended.png    the same graph once amended: changed, dependent, added and replaced nodes ringed
+ * `npm run screenshots -- amend hooks` takes only those (the names of the functions below, without `Graph`/`Page`).
  */
 import { mkdirSync } from 'node:fs';
 import slugid from 'slugid';
@@ -144,6 +147,50 @@ async function indexPage(stack: Stack, page: Page) {
   log('docs/ui-index.png');
 }
 
+/** A release pipeline amended from the page: build's command edited, a label added, one removed, one re-prioritised. */
+async function amendGraph(stack: Stack, page: Page) {
+  const graph = graphOf({
+    checkout: {},
+    build: { requires: ['checkout'], payload: { command: 'make all' } },
+    'unit-tests': { requires: ['build'] },
+    lint: { requires: ['checkout'] },
+    docs: { requires: ['checkout'] },
+    package: { requires: ['unit-tests', 'lint'] },
+    publish: { requires: ['package'] },
+  }, 'release');
+  const { taskGraphId } = await submit(stack, graph, 'release 1.4.3');
+  await eventually(async () => (await stack.root.request('scheduler', 'GET', `/task-graph/${taskGraphId}/status`)).status.state === 'finished', 'finished', 60_000);
+  await page.goto(`${stack.api.rootUrl}/ui/task-graph/${taskGraphId}${signIn(stack)}`);
+  await waitForExpression(page, 'window.tgsGraph && window.tgsGraph.metrics.firstDraw !== undefined', 120_000);
+  await page.click('button[name=amend-graph]');
+  await waitForExpression(page, `document.querySelector('textarea[name=amend-file]')?.value.includes('"publish"')`, 30_000);
+  const file = JSON.parse(await page.inputValue('textarea[name=amend-file]')) as { tasks: Record<string, { requires?: string[]; task: Record<string, unknown> }> };
+  (file.tasks.build.task.payload as Record<string, unknown>).command = 'make all -j8';
+  file.tasks.lint.task.priority = 'high';
+  delete file.tasks.docs;
+  file.tasks.sbom = { requires: ['build'], task: fastTask('sbom') };
+  await page.fill('textarea[name=amend-file]', JSON.stringify(file, null, 2));
+  await page.evaluate(`document.querySelector('textarea[name=amend-file]').scrollTop = 0`);
+  await page.click('button[name=amend-dry-run]');
+  await page.waitForSelector('.amend-classification');
+  await page.evaluate(`document.querySelector('.amend-panel').scrollIntoView()`);
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: 'docs/ui-amend.png' });
+  log('docs/ui-amend.png');
+  await page.click('button[name=amend-apply]');
+  await page.waitForSelector('.table-body .row[data-label=build][data-amend=changed]', { timeout: 60_000 });
+  await eventually(async () => (await stack.root.request('scheduler', 'GET', `/task-graph/${taskGraphId}/status`)).status.state === 'finished', 'finished again', 60_000);
+  await page.evaluate('window.scrollTo(0, 0)');
+  await page.click('.toolbar button:has-text("Fit")');
+  await page.waitForTimeout(1500);
+  await page.screenshot({ path: 'docs/ui-amended.png' });
+  log('docs/ui-amended.png');
+}
+
+/** The shots named on the command line (all when none is). */
+const only = process.argv.slice(2);
+const wanted = (name: string) => only.length === 0 || only.includes(name);
+
 async function main() {
   ensureUiBuilt();
   mkdirSync('docs', { recursive: true });
@@ -153,16 +200,19 @@ async function main() {
   try {
     const page = await browser.newPage({ viewport });
     await submit(stack, graphOf({ a: {}, b: { requires: ['a'] }, c: { requires: ['a'] }, d: { requires: ['b', 'c'] } }), 'docs site');
-    await smallGraph(stack, page);
-    await fitGraph(stack, page);
-    await hooksPage(stack, page);
-    await indexPage(stack, page);
-    await bigGraph(stack, page);
-    await page.goto(`${stack.api.rootUrl}/ui/`);
-    await page.waitForSelector('table.graphs tbody tr');
-    await page.waitForTimeout(300);
-    await page.screenshot({ path: 'docs/ui-list.png' });
-    log('docs/ui-list.png');
+    if (wanted('small')) await smallGraph(stack, page);
+    if (wanted('fit')) await fitGraph(stack, page);
+    if (wanted('hooks')) await hooksPage(stack, page);
+    if (wanted('index')) await indexPage(stack, page);
+    if (wanted('amend')) await amendGraph(stack, page);
+    if (wanted('big')) await bigGraph(stack, page);
+    if (wanted('list')) {
+      await page.goto(`${stack.api.rootUrl}/ui/`);
+      await page.waitForSelector('table.graphs tbody tr');
+      await page.waitForTimeout(300);
+      await page.screenshot({ path: 'docs/ui-list.png' });
+      log('docs/ui-list.png');
+    }
   } finally {
     await worker.stop();
     await browser.close();

@@ -423,7 +423,7 @@ test('Amend from the page: the graph\'s file in the editor, a command edited, th
   assert.equal(await graphState(taskGraphId), 'finished', 'a dry run changes nothing');
 
   await page.click('button[name=amend-apply]');
-  await page.waitForSelector('.graph-header .action-result.ok:has-text("Amend #1 applied: 2 new tasks, 0 patched, 0 removed, 1 unchanged")');
+  await page.waitForSelector('.graph-header .action-result.ok:has-text("Amend #1 applied: 2 new tasks, 0 patched, 0 removed, 1 unchanged; the graph had finished: it runs again.")');
   assert.equal(await page.$('.amend-panel'), null, 'the panel closes');
   // the page loads the graph again: the new compile node is marked changed, package dependent, the old ones replaced
   await page.waitForSelector('.table-body .row[data-label=compile][data-amend=changed]', { timeout: 30_000 });
@@ -434,6 +434,8 @@ test('Amend from the page: the graph\'s file in the editor, a command edited, th
   assert.equal(await mark(`window.tgsGraph.indexOf(${JSON.stringify(ids.get('compile'))})`), 6, 'the old compile node is drawn as replaced');
   assert.match((await page.textContent('.legend.amend-legend')) ?? '', /changed.*replaced/);
   await expectCounts(page, { completed: 3 }, 'finished');
+  assert.equal(await page.textContent('[data-total-tasks]'), '3', 'the replaced tasks are counted apart');
+  assert.equal(await page.textContent('.summary .replaced-count'), ' (and 2 replaced by amends)');
   // the filter shows the replaced nodes (no members: the table leaves them out otherwise)
   await page.selectOption('select[name=amend-filter]', 'replaced');
   await waitForExpression(page, `document.querySelectorAll('.table-body .row[data-amend=replaced]').length === 2`);

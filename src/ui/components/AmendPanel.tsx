@@ -47,8 +47,13 @@ export function appliedText(a: AmendAnswer): string {
   const c = a.classification;
   const rerun = c.changed.length + c.dependent.length + c.added.length;
   const parts = [`${rerun} new task${rerun === 1 ? '' : 's'}`, `${c.metadata.length} patched`, `${c.removed.length} removed`, `${c.unchanged} unchanged`];
-  const workflow = a.workflow === 'not-running' ? ' Its workflow is not running: resume the graph.' : '';
-  return `Amend #${a.amend} applied: ${parts.join(', ')}; the graph is ${a.state}.${workflow}`;
+  const workflow: Record<string, string> = {
+    started: 'the graph had finished: it runs again',
+    updated: `the ${a.state} graph runs the new tasks`,
+    unchanged: `nothing to run; the graph is ${a.state}`,
+    'not-running': "the graph's workflow is not running: resume the graph to run the new tasks",
+  };
+  return `Amend #${a.amend} applied: ${parts.join(', ')}; ${workflow[a.workflow] ?? `the graph is ${a.state}`}.`;
 }
 
 function Classification({ answer }: { answer: AmendAnswer }) {

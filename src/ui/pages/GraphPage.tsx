@@ -9,7 +9,7 @@ import { ago } from '../components/format';
 import { TaskPanel } from '../components/TaskPanel';
 import { TaskTable } from '../components/TaskTable';
 import { GraphStore } from '../graph/store';
-import { AMEND_MARKS } from '../graph/amendMarks';
+import { AMEND_MARKS, SUPERSEDED } from '../graph/amendMarks';
 import { temporalLink } from '../settings';
 import { GRAPH_STATE_COLORS, STATE_COLORS, STATE_NAMES } from '../states';
 
@@ -211,7 +211,9 @@ export function GraphPage({ taskGraphId }: { taskGraphId: string }) {
         {header && (
           <div class="summary">
             <span class="total">
-              <b data-total-tasks>{header.taskCount}</b> tasks
+              {/* the graph's task count holds the tasks amends replaced too: they are no members, and counted apart */}
+              <b data-total-tasks>{header.taskCount - store.amendCounts[SUPERSEDED]}</b> tasks
+              {store.amendCounts[SUPERSEDED] > 0 && <span class="muted replaced-count"> (and {store.amendCounts[SUPERSEDED]} replaced by amends)</span>}
             </span>
             <Counts store={store} />
           </div>
