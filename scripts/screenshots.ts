@@ -182,7 +182,8 @@ async function amendGraph(stack: Stack, page: Page) {
   await eventually(async () => (await stack.root.request('scheduler', 'GET', `/task-graph/${taskGraphId}/status`)).status.state === 'finished', 'finished again', 60_000);
   await page.evaluate('window.scrollTo(0, 0)');
   await page.click('.toolbar button:has-text("Fit")');
-  await page.waitForTimeout(1500);
+  // the dependents' marks once they resolved: rerun (dependent) or kept by the early cutoff
+  await page.waitForTimeout(3000);
   await page.screenshot({ path: 'docs/ui-amended.png' });
   log('docs/ui-amended.png');
 }

@@ -29,7 +29,7 @@ export interface TaskGraphNode {
   cache?: { name: string; tier?: string; digestData?: unknown; maxAge?: number | string; mode?: 'use' | 'refresh' | 'off' };
 }
 
-/** A graph's current file (`GET /task-graph/<taskGraphId>/file`, docs/formats.md § Amend). */
+/** A graph's current file (`GET /task-graph/<taskGraphId>/file`, docs/formats.md § The graph's current file). */
 export interface GraphFile {
   taskGraphId: string;
   tasks: Record<string, TaskGraphNode>;
@@ -234,7 +234,7 @@ export class TgsClient {
   }
 
   /**
-   * The graph's current file (docs/formats.md § Amend): every member's node by label as it was submitted or last
+   * The graph's current file (docs/formats.md § The graph's current file): every member's node by label as it was submitted or last
    * amended, to edit and give to `amendGraph`; `missing` names members stored before tgs kept their nodes.
    */
   graphFile(taskGraphId: string): Promise<GraphFile> {

@@ -3,10 +3,10 @@ import { TgsError } from '../errors.js';
 import type { GraphRow } from './graphStore.js';
 
 /**
- * The graph's current file (GET /task-graph/<id>/file, docs/formats.md § Amend): `{taskGraphId, tasks: {label: node},
- * missing: [labels]}`, each member node as it was submitted or last amended (graph_nodes.source, migration 041), in
- * node order; `missing` names the members stored without one (before migration 041). Edited and sent to the amend
- * endpoint it reruns exactly what was edited.
+ * The graph's current file (GET /task-graph/<id>/file, docs/formats.md § The graph's current file): `{taskGraphId,
+ * tasks: {label: node}, missing: [labels]}`, each member node as it was submitted or last amended (graph_nodes.source,
+ * migration 041), in node order; `missing` names the members stored without one (before migration 041). Edited and
+ * sent to the amend endpoint it reruns exactly what was edited.
  *
  * Written as it is read, a page of nodes at a time, in one REPEATABLE READ transaction (an amend committed meanwhile
  * is not half in it): the file of a 100,000-task graph is tens of MB, never one string or one array of objects.

@@ -1,9 +1,10 @@
--- The graph's current file (GET /api/scheduler/v1/task-graph/<id>/file, docs/formats.md § Amend): each member node keeps
--- its node as submitted, validated and with the schema's defaults filled (`requires`, `reruns`, `task` before `$subs`
--- were replaced and with its deadline as given, `cache`), written by the INSERT that stores the node (submit, extend, an
--- amend's new nodes) and replaced by an amend's metadata-only patch. The task definitions cannot give it back: their
--- `$subs` are taskIds and their dependencies come from `requires`. NULL for nodes stored before this migration (the file
--- lists them as `missing`) and for the members of a task group with queue-level dependencies (it has no file: 409).
+-- The graph's current file (GET /api/scheduler/v1/task-graph/<id>/file, docs/formats.md § The graph's current file):
+-- each member node keeps its node as submitted, validated and with the schema's defaults filled (`requires`, `reruns`,
+-- `task` before `$subs` were replaced and with its deadline as given, `cache`), written by the INSERT that stores the node
+-- (submit, extend, an amend's new nodes) and replaced by an amend's metadata-only patch. The task definitions cannot give
+-- it back: their `$subs` are taskIds and their dependencies come from `requires`. NULL for nodes stored before this
+-- migration (the file lists them as `missing`) and for the members of a task group with queue-level dependencies (it has
+-- no file: 409).
 -- 415 bytes a node of the 100,000-task bench graph (pg_column_size). Its cost to that graph's submit (bench/submitCpu.ts
 -- 100, without and with it alternated three times, load average 6.8-11 on the 2 cores, 2026-11-29): the intake 0.074,
 -- 0.084, 0.083 → 0.085, 0.081, 0.084 ms of CPU a task, Postgres' backend 0.063, 0.068, 0.068 → 0.073, 0.069, 0.069;

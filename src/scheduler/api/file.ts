@@ -8,7 +8,7 @@ export const graphFileEndpoint = declare({
   name: 'taskGraphFile',
   title: 'Task-Graph File (tgs extension)',
   description: [
-    "The graph's current file, to edit and send to amendTaskGraph (docs/formats.md § Amend): `tasks` holds every member",
+    "The graph's current file, to edit and send to amendTaskGraph (docs/formats.md § The graph's current file): `tasks` holds every member",
     'node as it was submitted, extended or last amended (`requires`, `reruns`, `cache`, `task` with its `$subs`), in node',
     'order; `missing` names the members stored before tgs kept their nodes (migration 041), which the file cannot give',
     'back: amend with your own file then. 409 for a task group with queue-level dependencies (it has no graph file).',

@@ -18,10 +18,10 @@ export interface AmendMark {
 export const AMEND_MARKS: readonly AmendMark[] = [
   { char: '-', name: 'none', meaning: 'no amend touched it', color: '#000000', ring: 'none' },
   { char: 'c', name: 'changed', meaning: 'changed: a new task for a label whose work the amend changed', color: '#d81b60', ring: 'solid' },
-  { char: 'a', name: 'added', meaning: 'added by an amend', color: '#00897b', ring: 'solid' },
+  { char: 'a', name: 'added', meaning: 'added by an amend', color: '#00acc1', ring: 'solid' },
   { char: 'd', name: 'dependent', meaning: 'a new task because something it requires changed (it runs unless early cutoff keeps the old run)', color: '#d81b60', ring: 'dashed' },
   { char: 'm', name: 'metadata', meaning: 'patched in place (deadline, expires, priority, routes, tags or metadata): not run again', color: '#3949ab', ring: 'thin' },
-  { char: 'k', name: 'kept', meaning: 'kept by early cutoff: what it reads came out byte-identical, so it was resolved from the run it replaces without running', color: '#00897b', ring: 'dashed' },
+  { char: 'k', name: 'kept', meaning: 'kept by early cutoff: what it reads came out byte-identical, so it was resolved from the run it replaces without running', color: '#202124', ring: 'dashed' },
   { char: 's', name: 'replaced', meaning: 'an old task an amend replaced or removed: no longer part of the graph', color: '#9e9e9e', ring: 'faded' },
 ];
 

@@ -9,16 +9,21 @@ const STATE_COUNT = STATE_NAMES.length;
 const bit = (flag: number) => `${flag}u`;
 
 /**
- * The amend marks' rings (amendMarks.ts), one line of GLSL a mark: `solid` and `dashed` 2.5 pixels wide, `thin` and
- * `faded` 1.5; twelve dashes around the node (atan's angle × 6/π: every other half of twelve units). A replaced node is washed out
- * as well. Only on nodes of 7 pixels or more, like the other rings.
+ * The amend marks' rings (amendMarks.ts), one line of GLSL a mark: `solid` and `dashed` 2.5 pixels wide inside a pixel
+ * of white, so the mark's colour stands apart from any state's fill (a teal ring on a completed node's green was lost),
+ * `thin` 1.5 pixels, `faded` 1.5 pixels without the white; twelve dashes around the node (atan's angle × 6/π: every
+ * other half of twelve units). A replaced node is washed out as well. Only on nodes of 7 pixels or more, like the other
+ * rings.
  */
 const amendRings = AMEND_MARKS.map((mark, code) => {
   if (mark.ring === 'none') return '';
   const rgb = markRgb(mark).map((v) => v.toFixed(3)).join(', ');
-  const width = mark.ring === 'thin' || mark.ring === 'faded' ? '1.5' : '2.5';
+  const width = mark.ring === 'thin' || mark.ring === 'faded' ? 1.5 : 2.5;
+  const halo = mark.ring === 'faded' ? 0 : 1;
   const dashes = mark.ring === 'dashed' || mark.ring === 'faded' ? ' && fract(atan(c.y, c.x) * 1.9099) < 0.5' : '';
-  return `  if (mark == ${code}u && v_size >= 7.0 && r > 1.0 - ${width} * px${dashes}) col = vec3(${rgb});`;
+  const colour = halo ? `(r > 1.0 - ${width.toFixed(1)} * px${dashes}) ? vec3(${rgb}) : vec3(1.0)` : `vec3(${rgb})`;
+  const band = halo ? `r > 1.0 - ${(width + halo).toFixed(1)} * px` : `r > 1.0 - ${width.toFixed(1)} * px${dashes}`;
+  return `  if (mark == ${code}u && v_size >= 7.0 && ${band}) col = ${colour};`;
 })
   .filter((line) => line !== '')
   .join('\n');

@@ -13,10 +13,11 @@ const NEW_BY_AMEND = new Set(['c', 'a', 'd'].map(amendCode));
 const DEPENDENT = amendCode('d');
 /**
  * A reload the page did not ask for (a dependent resolved, which early cutoff may have kept) waits at least this long
- * after the previous one, and 5 times as long as that one took: the whole graph is fetched and laid out again
- * (2-3 s at 100,000 tasks, docs/ui.md).
+ * after the previous one, and 5 times as long as that one took: the whole graph is fetched and laid out again, tens of
+ * milliseconds for a small graph, 2-3 s at 100,000 tasks (docs/ui.md § Measured), so a big graph's page spends at most
+ * a sixth of its time loading it again.
  */
-const RELOAD_SPACING_MS = 5_000;
+const RELOAD_SPACING_MS = 1_000;
 
 interface ChangesAnswer extends GraphHeader {
   graphChanged: boolean;
