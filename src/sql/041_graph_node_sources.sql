@@ -5,8 +5,8 @@
 -- it back: their `$subs` are taskIds and their dependencies come from `requires`. NULL for nodes stored before this
 -- migration (the file lists them as `missing`) and for the members of a task group with queue-level dependencies (it has
 -- no file: 409).
--- 415 bytes a node of the 100,000-task bench graph (pg_column_size). Its cost to that graph's submit (bench/submitCpu.ts
--- 100, without and with it alternated three times, load average 6.8-11 on the 2 cores, 2026-11-29): the intake 0.074,
--- 0.084, 0.083 → 0.085, 0.081, 0.084 ms of CPU a task, Postgres' backend 0.063, 0.068, 0.068 → 0.073, 0.069, 0.069;
--- medians 0.151 → 0.153 ms a task, within the runs' spread and under the goal of 0.25.
+-- 415 bytes a node of the 100,000-task bench graph (pg_column_size). Its cost to that graph's submit, bench/submitCpu.ts
+-- 100 without and with it alternated, intake + Postgres backend CPU a task, medians (2026-11-29, 2 cores shared, load
+-- average 5-11): 0.151 → 0.153 ms (three pairs), then 0.156 → 0.166 ms (three pairs, whole processes 1.02× the CPU):
+-- 1-6 % more, within the goal of 0.25 ms a task.
 ALTER TABLE graph_nodes ADD COLUMN source jsonb;

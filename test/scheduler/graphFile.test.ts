@@ -106,7 +106,7 @@ test('more nodes than a page are all given, in node order', async () => {
   assert.deepEqual(answer.tasks.n1999.requires, ['n999']);
 });
 
-test('nodes stored before migration 041 are named in `missing`; an unknown graph is 404, a queue-level group 409', async () => {
+test('nodes stored before migration 041 are named in `missing`; an unknown graph is 404, a malformed id 400, a queue-level group 409', async () => {
   const g = await submit({ old: node('old'), kept: node('kept', { requires: ['old'] }) });
   await stack.api.db.pool.query("UPDATE graph_nodes SET source = NULL WHERE task_graph_id = $1 AND label = 'old'", [g.taskGraphId]);
   const answer = await file(g.taskGraphId);
@@ -116,6 +116,9 @@ test('nodes stored before migration 041 are named in `missing`; an unknown graph
   const unknown = await stack.api.request('GET', `/api/scheduler/v1/task-graph/${slugid.nice()}/file`);
   assert.equal(unknown.status, 404);
   assert.equal(unknown.body.code, 'ResourceNotFound');
+  const notAnId = await stack.api.request('GET', '/api/scheduler/v1/task-graph/..%2F..%2Fetc/file');
+  assert.equal(notAnId.status, 400);
+  assert.equal(notAnId.body.code, 'InputError');
 
   // a task group with queue-level dependencies becomes a graph of origin `queue`: it has no file
   const groupId = slugid.nice();

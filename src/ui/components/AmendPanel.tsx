@@ -3,7 +3,7 @@
 // added or removed, then Apply. Signed with the session's credentials; a refusal shows in full (400 names the labels,
 // 403 the missing scope).
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { apiGet, apiSigned, ApiError, describeError } from '../api';
+import { apiGet, apiSigned, ApiError, describeError, rootUrl } from '../api';
 import { getCredentials } from '../session';
 import { prepareAmend, type FileNode, type PreparedAmend } from './amendFile';
 import { AMEND_MARKS, amendCode } from '../graph/amendMarks';
@@ -112,7 +112,8 @@ export function AmendPanel({ taskGraphId, onClose, onApplied }: { taskGraphId: s
   const [file, setFile] = useState<GraphFile>();
   const [loadError, setLoadError] = useState<unknown>();
   const [text, setText] = useState('');
-  const [name, setName] = useState('the edited file');
+  /** the uploaded file's name (YAML is read by its .yml/.yaml ending, as the CLI reads it) */
+  const [uploaded, setUploaded] = useState<string>();
   /** The dry run's answer and what it was of: Apply sends exactly that body. */
   const [checked, setChecked] = useState<{ text: string; body: PreparedAmend; answer: AmendAnswer }>();
   const [error, setError] = useState<unknown>();
@@ -134,9 +135,11 @@ export function AmendPanel({ taskGraphId, onClose, onApplied }: { taskGraphId: s
   const build = async (): Promise<PreparedAmend> => {
     // loaded when first used: YAML's parser is most of that module, and few visits amend
     const { parseGraphText, withTaskDefaults } = await import('../../client/graphFileText');
-    const graph = parseGraphText(text, name);
+    const graph = parseGraphText(text, uploaded ?? 'the edited file');
     const now = Date.now();
-    const tasks = withTaskDefaults(graph.tasks as Record<string, FileNode>, { now, owner: getCredentials()?.clientId ?? 'tgs-ui', source: location.href });
+    // what tgs graph amend fills in: a task's metadata.source is the graph's page
+    const source = `${rootUrl}ui/task-graph/${taskGraphId}`;
+    const tasks = withTaskDefaults(graph.tasks as Record<string, FileNode>, { now, owner: getCredentials()?.clientId ?? 'tgs-ui', source });
     return prepareAmend(file?.tasks ?? {}, tasks, now);
   };
 
@@ -160,7 +163,7 @@ export function AmendPanel({ taskGraphId, onClose, onApplied }: { taskGraphId: s
     const chosen = input.files?.[0];
     if (!chosen) return;
     setText(await chosen.text());
-    setName(chosen.name);
+    setUploaded(chosen.name);
     setChecked(undefined);
   };
 
@@ -194,7 +197,7 @@ export function AmendPanel({ taskGraphId, onClose, onApplied }: { taskGraphId: s
           Upload file{' '}
           <input type="file" name="amend-upload" accept=".json,.yml,.yaml,application/json,application/yaml,text/yaml" onChange={(e) => void upload(e.currentTarget)} />
         </label>
-        {name !== 'the edited file' && <span class="muted">{name}</span>}
+        {uploaded && <span class="muted">{uploaded}</span>}
         {download && (
           <a class="button" download={`${taskGraphId}.json`} href={download}>
             Download the file
