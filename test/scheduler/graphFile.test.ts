@@ -5,6 +5,7 @@ import slugid from 'slugid';
 import { eventually } from '../../support/stack.js';
 import { fastTask } from '../../support/graphs.js';
 import { TgsClient } from '../../src/client/tgsClient.js';
+import { openGraphFile } from '../../src/scheduler/graphFile.js';
 import { useStack } from '../helpers/stackFixture.js';
 
 /*
@@ -96,7 +97,7 @@ test('the file follows extend and amend: new nodes, a metadata patch, a changed 
   assert.deepEqual(again.classification, { changed: [], metadata: [], added: [], dependent: [], removed: [], unchanged: 4 });
 });
 
-test('more nodes than a page are all given, in node order', async () => {
+test('more nodes than a page are all given, in node order; a reader that stops early leaves no transaction open', async () => {
   const tasks: Record<string, Node> = {};
   for (let i = 0; i < 2_300; i++) tasks[`n${i}`] = node(`n${i}`, i > 0 ? { requires: [`n${Math.floor(i / 2)}`] } : {});
   const g = await submit(tasks);
@@ -104,6 +105,22 @@ test('more nodes than a page are all given, in node order', async () => {
   assert.equal(Object.keys(answer.tasks).length, 2_300);
   assert.deepEqual(Object.keys(answer.tasks), await memberLabels(g.taskGraphId));
   assert.deepEqual(answer.tasks.n1999.requires, ['n999']);
+
+  // a reader that stops after the first page: the transaction ends and its connection goes back to the pool
+  const pool = stack.api.db.pool;
+  // the file's session, by the last statement it ran (the workflow's activities hold transactions of their own)
+  const idleInTransaction = async () =>
+    Number(
+      (await pool.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%' AND query LIKE 'SELECT origin FROM task_graphs%'")).rows[0].n,
+    );
+  const text = await openGraphFile(pool, g.taskGraphId);
+  const first = await text.next();
+  assert.match(first.value as string, /^\{"taskGraphId":/);
+  assert.equal(await idleInTransaction(), 1, 'the file is read in a transaction');
+  await text.return(undefined);
+  assert.equal(await idleInTransaction(), 0);
+  const released = await pool.query("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle' AND query = 'ROLLBACK'");
+  assert.ok(Number(released.rows[0].n) >= 1, 'its session ended the transaction');
 });
 
 test('nodes stored before migration 041 are named in `missing`; an unknown graph is 404, a malformed id 400, a queue-level group 409', async () => {

@@ -442,3 +442,17 @@ test('Amend from the page: the graph\'s file in the editor, a command edited, th
   assert.equal(await page.textContent('.table-count'), '2 of 3 tasks');
   await page.close();
 });
+
+test('Amend on a graph stored before its nodes\' files were kept asks for an upload instead of showing a partial file', async () => {
+  const { taskGraphId } = await submit({ early: {}, later: { requires: ['early'] } }, 'nobody');
+  await stack.api.db.pool.query("UPDATE graph_nodes SET source = NULL WHERE task_graph_id = $1 AND label = 'early'", [taskGraphId]);
+  const page = await newPage();
+  await page.goto(`${stack.api.rootUrl}/ui/task-graph/${taskGraphId}#signin?clientId=${encodeURIComponent(stack.api.root.clientId)}&accessToken=${stack.api.root.accessToken}`);
+  await waitForExpression(page, 'window.tgsGraph && window.tgsGraph.metrics.firstDraw !== undefined', 30_000);
+  await page.click('button[name=amend-graph]');
+  const note = (await (await page.waitForSelector('.amend-panel .amend-missing')).textContent()) ?? '';
+  assert.match(note, /1 task was stored before tgs kept each task's file \(early\).*Upload your graph file instead/);
+  assert.equal(await page.inputValue('textarea[name=amend-file]'), '', 'no file that would remove `early`');
+  assert.ok(await page.isDisabled('button[name=amend-dry-run]'));
+  await page.close();
+});
