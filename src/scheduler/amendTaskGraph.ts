@@ -208,7 +208,7 @@ export async function amendTaskGraph(
 
     const intake = new GraphIntake({ config, taskGraphId, routing: graph.routing, existing: kept, startIdx: graph.node_count, now, authorize: options.authorize });
     const newTaskId = graphTaskIds();
-    for (const label of plan.replaced) intake.add(label, nodes.get(label), newTaskId);
+    for (const label of plan.replaced) intake.add(label, movedToNow(nodes.get(label) as GraphNodeInput, now), newTaskId);
     if (plan.replaced.length > 0) intake.finish(graph.scopes);
     // a dry run checks everything a real one would, then writes nothing
     if (options.dryRun) return { graph, stateBefore: graph.state, summary, tasks: [], superseded: await supersededIdx(client, taskGraphId), dryRun: true, mayBeKept };
@@ -256,6 +256,22 @@ export async function amendTaskGraph(
     }
     return { graph: row, stateBefore: graph.state, summary, tasks, superseded: await supersededIdx(client, taskGraphId), dryRun: false, seq: seqRows[0].seq, mayBeKept };
   });
+}
+
+/** How far from now a task's `created` may be (the queue's rule, src/queue/definition.ts). */
+const CREATED_WINDOW_MS = 15 * 60 * 1000;
+
+/**
+ * A new task's times for a label of the file: as the file has them, unless its `created` is outside the window the
+ * queue accepts (a file read back with GET .../file keeps the times of the tasks it describes): then `created` is now
+ * and `deadline` and `expires` move by as much, so the task keeps the time it was given. Its digests stay the file's.
+ */
+function movedToNow(node: GraphNodeInput, now: Date): GraphNodeInput {
+  const task = node.task as { created?: unknown; deadline?: unknown; expires?: unknown };
+  const created = typeof task.created === 'string' ? Date.parse(task.created) : NaN;
+  if (Number.isNaN(created) || Math.abs(now.getTime() - created) <= CREATED_WINDOW_MS) return node;
+  const shift = (value: unknown) => (typeof value === 'string' && !Number.isNaN(Date.parse(value)) ? new Date(Date.parse(value) + now.getTime() - created).toISOString() : value);
+  return { ...node, task: { ...task, created: now.toISOString(), deadline: shift(task.deadline), ...(task.expires !== undefined ? { expires: shift(task.expires) } : {}) } } as GraphNodeInput;
 }
 
 /** graph_nodes.amended (migration 040) for each class's code; `removed` and `unchanged` mark nothing. */

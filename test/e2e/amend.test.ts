@@ -162,6 +162,22 @@ test('a completed dependent whose artifacts expire before its replacement\'s dea
   assert.match((await inspect(g.taskGraphId, 'test')).cutoff ?? '', new RegExp(`^rerun: the run it would keep \\(${g.ids.get('test')} run 0\\) has artifacts that expire before `));
 });
 
+test('a file read back with GET .../file amends after the queue\'s 15 minutes: a new task gets created = now, its deadline moved by as much', async () => {
+  const hourAgo = Date.now() - 3600_000;
+  const old = (label: string, script: string) => ({ ...fastTask(label), created: new Date(hourAgo).toISOString(), deadline: new Date(hourAgo + 2 * 3600_000).toISOString(), payload: { script } });
+  const g = await submit(file(pipeline('make')));
+  await waitState(g.taskGraphId, 'finished');
+  // the file as the graph holds it, then edited: its tasks' times are an hour old
+  const current = await stack.root.request<{ tasks: Record<string, { requires: string[]; task: Record<string, unknown> }> }>('scheduler', 'GET', `/task-graph/${g.taskGraphId}/file`);
+  const edited = { tasks: { ...current.tasks, build: { ...current.tasks.build, task: old('build', 'make # moved') } } };
+  const res = await amend(g.taskGraphId, edited);
+  assert.deepEqual(res.classification.changed, ['build']);
+  const task = await stack.root.request<{ created: string; deadline: string }>('queue', 'GET', `/task/${res.tasks.find((t) => t.label === 'build')?.taskId}`);
+  assert.ok(Math.abs(Date.parse(task.created) - Date.now()) < 60_000, task.created);
+  assert.equal(Date.parse(task.deadline) - Date.parse(task.created), 2 * 3600_000, 'the task keeps the two hours it was given');
+  await waitState(g.taskGraphId, 'finished');
+});
+
 test('a priority-only amend patches the tasks and makes zero claims', async () => {
   const nodes = pipeline('make');
   const g = await submit(file(nodes));
