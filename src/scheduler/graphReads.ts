@@ -164,7 +164,7 @@ export interface EncodedNodes {
   taskIds: string;
   /** '1' for a member, '0' for an external node */
   members: string;
-  /** a JSON array of strings: the label of each member ('' for external nodes) */
+  /** a JSON array of strings: the label of each member and superseded node ('' for external nodes) */
   labels: string;
   /** comma-separated: how many nodes each node requires */
   requireCounts: string;
@@ -209,7 +209,7 @@ const runTimeSql = (field: 'started' | 'resolved') =>
 export const ENCODED_NODES_SQL = `SELECT count(*)::int AS count,
   coalesce(string_agg(task_id, ''), '') AS "taskIds",
   coalesce(string_agg(CASE WHEN member THEN '1' ELSE '0' END, ''), '') AS members,
-  coalesce(json_agg(CASE WHEN member THEN coalesce(label, task_id) ELSE '' END)::text, '[]') AS labels,
+  coalesce(json_agg(CASE WHEN member OR superseded_by IS NOT NULL THEN coalesce(label, task_id) ELSE '' END)::text, '[]') AS labels,
   coalesce(string_agg(cardinality(requires)::text, ','), '') AS "requireCounts",
   coalesce(string_agg(array_to_string(requires, ','), ',') FILTER (WHERE cardinality(requires) > 0), '') AS requires,
   coalesce(string_agg(${STATE_CHAR_SQL}, ''), '') AS states,

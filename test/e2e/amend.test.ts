@@ -81,7 +81,7 @@ const inspect = (taskGraphId: string, label: string) =>
   stack.root.request<{ taskId: string; amended?: string; replaces?: string; cutoff?: string }>('scheduler', 'GET', `/task-graph/${taskGraphId}/inspect/${label}`);
 const amendMarks = async (taskGraphId: string) => {
   const nodes = await stack.root.request<{ labels: string[]; amend: string; members: string; taskIds: string }>('scheduler', 'GET', `/task-graph/${taskGraphId}/nodes`);
-  return Object.fromEntries([...nodes.amend].map((mark, i) => [nodes.members[i] === '1' ? nodes.labels[i] : `old:${nodes.taskIds.slice(i * 22, i * 22 + 22)}`, mark]));
+  return Object.fromEntries([...nodes.amend].map((mark, i) => [nodes.members[i] === '1' ? nodes.labels[i] : `old:${nodes.labels[i]}:${nodes.taskIds.slice(i * 22, i * 22 + 22)}`, mark]));
 };
 
 test('a finished graph: the dry run changes nothing; a comment changed in build reruns build, whose identical bytes keep test without a claim; lint is kept and the graph finishes again', async () => {
@@ -128,7 +128,7 @@ test('a finished graph: the dry run changes nothing; a comment changed in build 
   assert.equal(marks.build, 'c');
   assert.equal(marks.test, 'k');
   assert.equal(marks.lint, 'm');
-  assert.equal(marks[`old:${g.ids.get('build')}`], 's');
+  assert.equal(marks[`old:build:${g.ids.get('build')}`], 's', 'the superseded build keeps its label');
   const why = await stack.root.request<{ lastAmend: { amend: number; nodes: { label: string; taskId: string; amended: string; cutoff?: string }[] } }>('scheduler', 'GET', `/task-graph/${g.taskGraphId}/explain`);
   assert.equal(why.lastAmend.amend, 1);
   assert.deepEqual(why.lastAmend.nodes.find((n) => n.label === 'test'), { label: 'test', taskId: fresh.get('test'), amended: 'dependent', cutoff: "kept: build's outputs unchanged" });

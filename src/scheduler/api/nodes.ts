@@ -68,7 +68,7 @@ const nodesOutput: JsonSchema = {
     ...graphHeaderSchema,
     fromIdx: { type: 'integer' },
     members: { type: 'string', description: "'1' for a task of the graph, '0' for an external task it depends on" },
-    labels: { type: 'array', items: { type: 'string' }, description: "labels ('' for external tasks)" },
+    labels: { type: 'array', items: { type: 'string' }, description: "labels ('' for external tasks; a superseded node keeps the label it had)" },
     requireCounts: { type: 'array', items: { type: 'integer' } },
     requires: { type: 'array', items: { type: 'integer' }, description: 'node indexes each node requires, concatenated (CSR)' },
     amend: {

@@ -124,18 +124,25 @@ export class GraphStore {
     return this.idxOf.get(taskId);
   }
 
-  /** A node by exact taskId or label, else the first label containing the text (case-insensitive). */
+  /** A node by exact taskId or label, else the first label containing the text (case-insensitive); members first. */
   find(text: string): number | undefined {
     const d = this.data;
     const q = text.trim();
     if (!d || !q) return undefined;
     const byId = this.idxOf.get(q);
     if (byId !== undefined) return byId;
-    const exact = d.labels.indexOf(q);
-    if (exact >= 0) return exact;
+    // a superseded node keeps its label: the member holding the label now comes first
+    const first = (match: (label: string) => boolean) => {
+      let other = -1;
+      for (let i = 0; i < d.n; i++) {
+        if (!match(d.labels[i])) continue;
+        if (d.members[i]) return i;
+        if (other < 0) other = i;
+      }
+      return other >= 0 ? other : undefined;
+    };
     const lower = q.toLowerCase();
-    const partial = d.labels.findIndex((l) => l.toLowerCase().includes(lower));
-    return partial >= 0 ? partial : undefined;
+    return first((l) => l === q) ?? first((l) => l.toLowerCase().includes(lower));
   }
 
   /** Up to `limit` nodes whose label or taskId contains the text. */
