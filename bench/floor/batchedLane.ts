@@ -58,6 +58,13 @@ const RELAY_IDLE_MS = 50;
  */
 const CONSUMER_PREFETCH = 2000;
 
+/**
+ * How long RabbitMQ's background is sampled before each drain: /proc counts 10 ms ticks, so a second gives it to 1 %
+ * of a core. Seen idle here: 0-10 ms a second, ~0.003 ms a task over a drain of 20,000 tasks at 4,000 a second; more
+ * while other test runs use the broker.
+ */
+const RABBITMQ_IDLE_SAMPLE_MS = 1000;
+
 const SCHEMA_SQL = `
   CREATE TABLE tasks (
     task_id        text PRIMARY KEY,
@@ -195,9 +202,11 @@ export interface LaneFloorFigures {
   create: { machine_ms_per_task: number; cpu_ms_per_task: Record<string, number>; per_task: { pg_transactions: number; pg_rows_written: number; messages: number } };
   /**
    * RabbitMQ's CPU a message: the creation's (persistent, confirmed, routed to no queue) and, from the drain's, what
-   * the task-completed message costs beyond that (stored in the quorum queue, delivered, acknowledged).
+   * the task-completed message costs beyond that (stored in the quorum queue, delivered, acknowledged); both without
+   * what RabbitMQ spent meanwhile on others (`background_ms_per_s`, measured idle before the drain: the broker
+   * serves other test runs on this machine and tgs's idle processes).
    */
-  rabbitmq_ms_per_message: { unrouted: number; quorum_queued_extra: number };
+  rabbitmq_ms_per_message: { unrouted: number; quorum_queued_extra: number; background_ms_per_s: number };
 }
 
 /** The socket under an amqplib channel, to cork while a batch is written (one writev instead of a write a message). */
@@ -331,6 +340,15 @@ export async function startBatchedLaneFloor(stack: BenchStack) {
     messages: round2(messages / tasks),
   });
 
+  /** RabbitMQ's CPU milliseconds a second while the floor sends it nothing, over RABBITMQ_IDLE_SAMPLE_MS. */
+  const rabbitmqBackground = async () => {
+    const before = cpuSnapshot(names());
+    const started = performance.now();
+    await new Promise((r) => setTimeout(r, RABBITMQ_IDLE_SAMPLE_MS));
+    const ms = cpuSince(before, cpuSnapshot(names())).rabbitmq ?? 0;
+    return ms / ((performance.now() - started) / 1000);
+  };
+
   return {
     async measure(batch: number, tasks: number): Promise<LaneFloorFigures> {
       relayBatch = batch;
@@ -347,6 +365,7 @@ export async function startBatchedLaneFloor(stack: BenchStack) {
       const createCounts = await counts();
       const createCpu = cpuSnapshot(names());
       const createMachine = machineSnapshot();
+      const createStarted = performance.now();
       for (let i = 0; i < tasks; i += batch) {
         const some = ids.slice(i, i + batch);
         const definitions = some.map((taskId, k) => JSON.stringify({
@@ -357,10 +376,12 @@ export async function startBatchedLaneFloor(stack: BenchStack) {
         wakeRelay();
       }
       await relayed(startMessages + 2 * tasks);
+      const createSeconds = (performance.now() - createStarted) / 1000;
       const createMachineMs = busyMsBetween(createMachine, machineSnapshot());
       const createByProcess = cpuSince(createCpu, cpuSnapshot(names()), tasks);
       const create = { machine_ms_per_task: round2(createMachineMs / tasks), cpu_ms_per_task: createByProcess, per_task: perTask(createCounts, await counts(), 2 * tasks, tasks) };
       await pool.query('VACUUM (ANALYZE) tasks, task_definitions, outbox');
+      const background = await rabbitmqBackground();
 
       // the drain: claimers claim B and complete them; the relay publishes; the consumer takes every completion
       const drainMessages = relay.published;
@@ -396,7 +417,9 @@ export async function startBatchedLaneFloor(stack: BenchStack) {
       const seconds = (performance.now() - t0) / 1000;
       const machineMs = busyMsBetween(machineBefore, machineSnapshot());
       const cpu = cpuSince(cpuBefore, cpuSnapshot(names()), tasks);
-      const rabbitUnrouted = (create.cpu_ms_per_task.rabbitmq ?? 0) / 2;
+      // RabbitMQ's CPU a task without its background, over each phase's seconds
+      const rabbitmqOwn = (perTaskMs: number | undefined, phaseSeconds: number) => (perTaskMs ?? 0) - (background * phaseSeconds) / tasks;
+      const rabbitUnrouted = rabbitmqOwn(create.cpu_ms_per_task.rabbitmq, createSeconds) / 2;
       return {
         per_s: Math.round(tasks / seconds),
         machine_ms_per_task: round2(machineMs / tasks),
@@ -406,7 +429,8 @@ export async function startBatchedLaneFloor(stack: BenchStack) {
         rabbitmq_ms_per_message: {
           unrouted: Math.round(rabbitUnrouted * 1000) / 1000,
           // the drain's two messages a task: task-running (routed nowhere) and task-completed (into the quorum queue)
-          quorum_queued_extra: Math.round(((cpu.rabbitmq ?? 0) - 2 * rabbitUnrouted) * 1000) / 1000,
+          quorum_queued_extra: Math.round((rabbitmqOwn(cpu.rabbitmq, seconds) - 2 * rabbitUnrouted) * 1000) / 1000,
+          background_ms_per_s: round2(background),
         },
       };
     },
