@@ -30,6 +30,7 @@ test('the batched lane\'s floor (500 a batch) against the batched equal-work pee
   ];
   const { figures, ratios } = summarize(rounds);
   assert.deepEqual(figures['lane-floor-500'].rounds_machine_ms_per_task, [0.2, 0.25]);
+  assert.deepEqual(figures['lane-floor-500'].rounds_counted_ms_per_task, [0.3, 0.2]);
   // 0.2 / 0.05 = 4, 0.25 / 0.04 = 6.25 → the lower of two: 4; counted 0.3 / 0.04 = 7.5, 0.2 / 0.05 = 4 → 4
   assert.equal(ratios.lane_floor_cpu_vs_batched_equal, 4);
   assert.equal(ratios.lane_floor_counted_cpu_vs_batched_equal, 4);
