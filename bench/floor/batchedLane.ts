@@ -59,9 +59,9 @@ const RELAY_IDLE_MS = 50;
 const CONSUMER_PREFETCH = 2000;
 
 /**
- * How long RabbitMQ's background is sampled before each drain: /proc counts 10 ms ticks, so a second gives it to 1 %
- * of a core. Seen idle here: 0-10 ms a second, ~0.003 ms a task over a drain of 20,000 tasks at 4,000 a second; more
- * while other test runs use the broker.
+ * How long RabbitMQ's background is sampled before each drain and after it (their mean is taken): /proc counts 10 ms
+ * ticks, so a second gives it to 1 % of a core. Seen here: 0-10 ms a second with the machine to itself, ~0.003 ms a
+ * task over a drain of 20,000 tasks at 4,000 a second; 20-100 ms a second while other test runs used the broker.
  */
 const RABBITMQ_IDLE_SAMPLE_MS = 1000;
 
@@ -203,7 +203,7 @@ export interface LaneFloorFigures {
   /**
    * RabbitMQ's CPU a message: the creation's (persistent, confirmed, routed to no queue) and, from the drain's, what
    * the task-completed message costs beyond that (stored in the quorum queue, delivered, acknowledged); both without
-   * what RabbitMQ spent meanwhile on others (`background_ms_per_s`, measured idle before the drain: the broker
+   * what RabbitMQ spent meanwhile on others (`background_ms_per_s`, measured idle before and after the drain: the broker
    * serves other test runs on this machine and tgs's idle processes).
    */
   rabbitmq_ms_per_message: { unrouted: number; quorum_queued_extra: number; background_ms_per_s: number };
@@ -378,10 +378,12 @@ export async function startBatchedLaneFloor(stack: BenchStack) {
       await relayed(startMessages + 2 * tasks);
       const createSeconds = (performance.now() - createStarted) / 1000;
       const createMachineMs = busyMsBetween(createMachine, machineSnapshot());
-      const createByProcess = cpuSince(createCpu, cpuSnapshot(names()), tasks);
+      const createCpuAfter = cpuSnapshot(names());
+      const createByProcess = cpuSince(createCpu, createCpuAfter, tasks);
+      const createRabbitmqMs = cpuSince(createCpu, createCpuAfter).rabbitmq ?? 0;
       const create = { machine_ms_per_task: round2(createMachineMs / tasks), cpu_ms_per_task: createByProcess, per_task: perTask(createCounts, await counts(), 2 * tasks, tasks) };
       await pool.query('VACUUM (ANALYZE) tasks, task_definitions, outbox');
-      const background = await rabbitmqBackground();
+      const backgroundBefore = await rabbitmqBackground();
 
       // the drain: claimers claim B and complete them; the relay publishes; the consumer takes every completion
       const drainMessages = relay.published;
@@ -416,10 +418,12 @@ export async function startBatchedLaneFloor(stack: BenchStack) {
       await Promise.all([allConsumed, relayed(drainMessages + 2 * tasks)]);
       const seconds = (performance.now() - t0) / 1000;
       const machineMs = busyMsBetween(machineBefore, machineSnapshot());
-      const cpu = cpuSince(cpuBefore, cpuSnapshot(names()), tasks);
-      // RabbitMQ's CPU a task without its background, over each phase's seconds
-      const rabbitmqOwn = (perTaskMs: number | undefined, phaseSeconds: number) => (perTaskMs ?? 0) - (background * phaseSeconds) / tasks;
-      const rabbitUnrouted = rabbitmqOwn(create.cpu_ms_per_task.rabbitmq, createSeconds) / 2;
+      const cpuAfter = cpuSnapshot(names());
+      const cpu = cpuSince(cpuBefore, cpuAfter, tasks);
+      const background = (backgroundBefore + (await rabbitmqBackground())) / 2;
+      // RabbitMQ's CPU a task without its background over each phase's seconds, from the milliseconds unrounded
+      const rabbitmqOwn = (ms: number, phaseSeconds: number) => (ms - background * phaseSeconds) / tasks;
+      const rabbitUnrouted = rabbitmqOwn(createRabbitmqMs, createSeconds) / 2;
       return {
         per_s: Math.round(tasks / seconds),
         machine_ms_per_task: round2(machineMs / tasks),
@@ -429,7 +433,7 @@ export async function startBatchedLaneFloor(stack: BenchStack) {
         rabbitmq_ms_per_message: {
           unrouted: Math.round(rabbitUnrouted * 1000) / 1000,
           // the drain's two messages a task: task-running (routed nowhere) and task-completed (into the quorum queue)
-          quorum_queued_extra: Math.round((rabbitmqOwn(cpu.rabbitmq, seconds) - 2 * rabbitUnrouted) * 1000) / 1000,
+          quorum_queued_extra: Math.round((rabbitmqOwn(cpuSince(cpuBefore, cpuAfter).rabbitmq ?? 0, seconds) - 2 * rabbitUnrouted) * 1000) / 1000,
           background_ms_per_s: round2(background),
         },
       };

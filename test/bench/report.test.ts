@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { peerRows, ratioRows } from '../../bench/report.js';
-import { clientBackendDatabase } from '../../bench/cpu.js';
+import { clientBackendDatabase, isBenchRabbitmq } from '../../bench/cpu.js';
 
 test('the ratios row of the bench table divides each figure by the floor measured in the same run', () => {
   const rows = ratioRows({
@@ -70,4 +70,14 @@ test('Postgres client backends are told apart by database, the server\'s own pro
   assert.equal(clientBackendDatabase('postgres: 15/main: walwriter '), undefined);
   assert.equal(clientBackendDatabase('postgres: 15/main: logical replication launcher '), undefined);
   assert.equal(clientBackendDatabase('postgres: 15/main: parallel worker for PID 12 '), undefined);
+});
+
+test('RabbitMQ\'s CPU is the bench\'s node\'s: not a rabbitmqctl call\'s Erlang VM, nor a node of the chaos cluster', () => {
+  const server = '/usr/lib/erlang/erts-13.1.5/bin/beam.smp -W w -MBas ageffcbf -B i -- -root /usr/lib/erlang -progname erl -- -home /var/lib/rabbitmq -- -pa  -noshell -noinput -s rabbit boot -boot start_sasl';
+  const cli = '/usr/lib/erlang/erts-13.1.5/bin/beam.smp -B -- -root /usr/lib/erlang -progname erl -- -home /var/lib/rabbitmq -- -boot start_clean -noshell -hidden -run escript start -escript main rabbitmqctl_escript -- -extra /usr/lib/rabbitmq/lib/rabbitmq_server-3.10.8/escript/rabbitmqctl status';
+  const chaosNode = `${server} -mnesia dir "/tmp/tgs-rabbitmq-cluster/n2/mnesia"`;
+  assert.equal(isBenchRabbitmq(server), true);
+  assert.equal(isBenchRabbitmq(cli), false);
+  assert.equal(isBenchRabbitmq(chaosNode), false);
+  assert.equal(isBenchRabbitmq('node bin/tgs.js relay --rabbit'), false);
 });
