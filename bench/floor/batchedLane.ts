@@ -35,7 +35,8 @@ import { bridgeQueueName } from '../../src/bridge/bridge.js';
 import { bridgeDeadLetterName, declareBridgeQueue } from '../../src/bridge/bridgeQueue.js';
 import { declareExchanges } from '../../src/exchanges/declare.js';
 import { allExchangeNames, queueExchangeName } from '../../src/exchanges/exchanges.js';
-import { countPostgresDatabase, cpuSince, cpuSnapshot } from '../cpu.js';
+import { cpuSince, cpuSnapshot } from '../cpu.js';
+import { ownDatabase } from '../ownDatabase.js';
 import { busyMsBetween, machineSnapshot } from '../machineCpu.js';
 import { databaseCounts } from '../perTaskCounts.js';
 import type { BenchStack } from '../scenario.js';
@@ -219,18 +220,11 @@ function socketUnder(ch: Channel): Writable {
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
 export async function startBatchedLaneFloor(stack: BenchStack) {
-  const server = new URL(stack.config.databaseUrl);
-  const name = `tgs_bench_lane_floor_${process.pid}`;
-  const at = (database: string) => Object.assign(new URL(server.href), { pathname: `/${database}` }).href;
-  const admin = new pg.Client({ connectionString: at('postgres') });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${name}`);
-  countPostgresDatabase(name);
+  const database = await ownDatabase(stack, 'tgs_bench_lane_floor');
   // a session a claimer, one for the relay, one for the bench's own statements (truncate, vacuum, counts); the
   // plans as tgs's sessions make them (src/db/pool.ts: no JIT; no sequential scan where an index serves): with the
   // table analyzed all pending, the report planned a scan of every task for its 500 running ones (6 ms of 17 a batch)
-  const pool = new pg.Pool({ connectionString: at(name), max: CLAIMERS + 2, options: '-c jit=off -c enable_seqscan=off' });
+  const pool = new pg.Pool({ connectionString: database.url, max: CLAIMERS + 2, options: '-c jit=off -c enable_seqscan=off' });
   await pool.query(SCHEMA_SQL);
   const prefix = `tgs-bench-lane-floor-${process.pid}/`;
   const config = { ...stack.config, exchangePrefix: prefix };
@@ -453,8 +447,7 @@ export async function startBatchedLaneFloor(stack: BenchStack) {
       // still find one and end it, which its client reports as an error
       pool.on('error', () => undefined);
       await pool.end();
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
+      await database.drop();
     },
   };
 }

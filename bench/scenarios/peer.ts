@@ -1,7 +1,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { countPostgresDatabase, cpuSince, cpuSnapshot } from '../cpu.js';
+import { cpuSince, cpuSnapshot } from '../cpu.js';
+import { ownDatabase } from '../ownDatabase.js';
 import { busyMsBetween, machineSnapshot } from '../machineCpu.js';
 import { PEER_MODES, type PeerMode, type PeerReply, type PeerRequest } from '../peer/protocol.js';
 import { databaseCounts } from '../perTaskCounts.js';
@@ -111,19 +112,12 @@ export function summarize(rounds: Round[]) {
  * the CPU taken around it here.
  */
 async function startPeer(stack: BenchStack) {
-  const server = new URL(stack.config.databaseUrl);
-  const name = `tgs_bench_peer_${process.pid}`;
-  const at = (database: string) => Object.assign(new URL(server.href), { pathname: `/${database}` }).href;
-  const admin = new pg.Client({ connectionString: at('postgres') });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${name}`);
-  countPostgresDatabase(name);
-  const stats = new pg.Client({ connectionString: at(name) });
+  const database = await ownDatabase(stack, 'tgs_bench_peer');
+  const stats = new pg.Client({ connectionString: database.url });
   await stats.connect();
   const child = fork('bench/peer/graphileWorker.ts', [], {
     execArgv: ['--import', 'tsx'],
-    env: { ...process.env, PEER_DATABASE_URL: at(name) },
+    env: { ...process.env, PEER_DATABASE_URL: database.url },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const { version } = JSON.parse(readFileSync('node_modules/graphile-worker/package.json', 'utf8')) as { version: string };
@@ -159,8 +153,7 @@ async function startPeer(stack: BenchStack) {
         if (child.exitCode === null) child.kill('SIGKILL');
       }
       await stats.end();
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
+      await database.drop();
     },
   };
 }
