@@ -18,7 +18,8 @@
  *
  * What a real lane does beyond this is left out, so the floor is a lower bound: no HTTP or frames to a worker, no
  * auth or temporary credentials, no tgs tasks-table indexes beyond the two a claim and a report need (tgs's table has
- * six more, each written at every change of state), no task-group-resolved message, no run history beyond the
+ * six more, which a change of state writes to wherever the new row falls in them: an update of `state` is never
+ * HOT), no task-group-resolved message, no run history beyond the
  * task's runs array, the definition in a table of its own that the changes of state never rewrite.
  *
  * It runs in the bench process, on a database of its own on tgs's Postgres server (created here, dropped at the
@@ -61,8 +62,8 @@ const CONSUMER_PREFETCH = 2000;
 
 /**
  * How long RabbitMQ's background is sampled before each drain and after it (their mean is taken): /proc counts 10 ms
- * ticks, so a second gives it to 1 % of a core. Seen here: 0-10 ms a second with the machine to itself, ~0.003 ms a
- * task over a drain of 20,000 tasks at 4,000 a second; 20-100 ms a second while other test runs used the broker.
+ * ticks, so a second gives it to 1 % of a core. Seen here: 0-10 ms a second in most samples (~0.003 ms a task over
+ * a drain of 20,000 tasks at 4,000 a second), 50-100 ms a second while other test runs used the broker.
  */
 const RABBITMQ_IDLE_SAMPLE_MS = 1000;
 
@@ -151,7 +152,7 @@ const CREATE_SQL = `WITH created AS (
 
 /**
  * Up to $3 pending tasks claimed by worker $1/$2 in the claim's order, their latest run running until $4, started
- * $5, their task-running messages ($6 the exchange); the claimed tasks' ids, runs and definitions for the worker.
+ * $5, their task-running messages ($6 the exchange); the claimed tasks' ids, run ids and definitions for the worker.
  * The picked rows are found again by their primary key and their definitions by theirs, one probe a task: `UPDATE …
  * FROM picked` and a join with task_definitions were each planned as a hash join over every task (10 ms of a 20 ms
  * claim of 500, EXPLAIN ANALYZE on 20,000 tasks).
