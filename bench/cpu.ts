@@ -43,11 +43,21 @@ function classify(pid: number, names: Map<number, string>): { group: string; rol
     if (database !== undefined && benchDatabases.size > 0 && !benchDatabases.has(database)) return undefined;
     return { group: 'postgres', role: postgresRole(cmdline) };
   }
-  if (/beam\.smp/.test(cmdline) && /rabbit/.test(cmdline)) return { group: 'rabbitmq' };
+  if (isBenchRabbitmq(cmdline)) return { group: 'rabbitmq' };
   // Temporal only as named (bench/stack.ts names its dev server): the dev servers of other test runs on the same
   // machine counted as the bench's, and one that ended during a scenario left a negative share (-0.18 ms a task)
   return undefined;
 }
+
+/**
+ * The RabbitMQ node the bench publishes to, from its command line: an Erlang VM running RabbitMQ, but not the
+ * rabbitmqctl CLI (an Erlang VM too, `-run escript … rabbitmqctl_escript`, ~1 s of CPU a call, which other test runs
+ * and bench/run.ts start: one alive at one snapshot of a phase and gone at the next made RabbitMQ's CPU of that phase
+ * negative, -180 ms a second) nor a node of the chaos suite's cluster (scripts/rabbitmqCluster.ts, under
+ * /tmp/tgs-rabbitmq-cluster).
+ */
+export const isBenchRabbitmq = (cmdline: string) =>
+  /beam\.smp/.test(cmdline) && /rabbit/.test(cmdline) && !/-run escript/.test(cmdline) && !/tgs-rabbitmq-cluster/.test(cmdline);
 
 /**
  * What a Postgres process does, from its title: the postmaster (whose cutime holds its children that ended: closed

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { BenchStack } from './scenario.js';
 
 /**
@@ -49,4 +50,18 @@ export async function perTask(stack: BenchStack, before: CountSnapshot, tasks: n
     messages: per(after.messages - before.messages, tasks),
     ...(taskGraphId ? { workflow_tasks: per(await workflowTasks(stack, taskGraphId), tasks) } : {}),
   };
+}
+
+/**
+ * Transactions and rows written (inserted, updated, deleted) so far in the database `db` is connected to, from
+ * pg_stat_database: the counts of the databases the peer and the batched lane's floor make for themselves
+ * (bench/scenarios/peer.ts, bench/floor/batchedLane.ts), whose tables countSnapshot's outbox sequences are not.
+ */
+export async function databaseCounts(db: pg.Client | pg.Pool): Promise<{ xacts: number; rows: number }> {
+  await db.query('SELECT pg_stat_clear_snapshot()');
+  const { rows } = await db.query<{ xacts: string; rows: string }>(
+    `SELECT (xact_commit + xact_rollback)::text AS xacts, (tup_inserted + tup_updated + tup_deleted)::text AS rows
+       FROM pg_stat_database WHERE datname = current_database()`,
+  );
+  return { xacts: Number(rows[0].xacts), rows: Number(rows[0].rows) };
 }

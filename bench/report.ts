@@ -89,6 +89,8 @@ const PEER_ROWS: [string, string][] = [
   ['batched', 'graphile-worker, batched (`localQueue.size` 500, completions batched: its fast mode)'],
   ['default-equal', 'graphile-worker, default, equal work (an event row a state change, completed jobs kept)'],
   ['batched-equal', 'graphile-worker, batched, equal work'],
+  ['lane-floor-500', "a batched lane's floor, 500 a batch (the least work under the rules: a statement a batch writing its outbox rows, messages persistent and confirmed a batch at a time, the bridge's quorum queue drained; bench/floor/batchedLane.ts)"],
+  ['lane-floor-100', "the same floor, 100 a batch"],
 ];
 
 /** The peer scenario (bench/scenarios/peer.ts): each drain's tasks a second and CPU per task, the medians of its rounds. */
@@ -97,9 +99,12 @@ export function peerRows(p: Results): string[] {
   for (const [key, what] of PEER_ROWS) {
     const f = p.figures?.[key];
     if (!f) continue;
-    const counts = f.per_task ? `; ${fmt(f.per_task.pg_transactions)}, ${fmt(f.per_task.pg_rows_written)}` : '';
+    const messages = f.per_task?.messages === undefined ? '' : `, ${fmt(f.per_task.messages)} messages`;
+    const counts = f.per_task ? `; ${fmt(f.per_task.pg_transactions)}, ${fmt(f.per_task.pg_rows_written)}${messages}` : '';
+    // the floor's RabbitMQ a message: what a persistent confirmed message costs it, and a quorum-queued one more
+    const rabbit = f.rabbitmq_ms_per_message ? `; RabbitMQ a message ${fmt(f.rabbitmq_ms_per_message.unrouted, ' ms')} routed to no queue, ${fmt(f.rabbitmq_ms_per_message.quorum_queued_extra, ' ms')} more into the quorum queue` : '';
     const machine = f.rounds_machine_ms_per_task ? ` (${f.rounds_machine_ms_per_task.join(', ')})` : '';
-    rows.push(`| | ${what} | ${fmt(f.per_s)} tasks/s (${(f.rounds_per_s ?? []).join(', ')}); ${fmt(f.machine_ms_per_task, ' ms')}${machine} | ${cpu(f.cpu_ms_per_task)}${counts} | |`);
+    rows.push(`| | ${what} | ${fmt(f.per_s)} tasks/s (${(f.rounds_per_s ?? []).join(', ')}); ${fmt(f.machine_ms_per_task, ' ms')}${machine} | ${cpu(f.cpu_ms_per_task)}${counts}${rabbit} | |`);
   }
   return rows;
 }
@@ -144,7 +149,7 @@ export function ratioRows(r: Results): string[] {
   if (pr) {
     // each round's pair beside the median of the rounds' ratios: with two rounds the median is the lower ratio
     const f = r.peer.figures ?? {};
-    const pairs = (a: string, b: string, key: 'rounds_per_s' | 'rounds_machine_ms_per_task', unit: string) => {
+    const pairs = (a: string, b: string, key: 'rounds_per_s' | 'rounds_machine_ms_per_task' | 'rounds_counted_ms_per_task', unit: string) => {
       const as: number[] = f[a]?.[key] ?? [];
       const bs: number[] = f[b]?.[key] ?? [];
       return as.length && bs.length ? `${as.map((x, i) => `${fmt(x)} ÷ ${fmt(bs[i])}`).join(', ')}${unit}` : '—';
@@ -155,6 +160,12 @@ export function ratioRows(r: Results): string[] {
       `| | worker stream CPU per task ÷ the batched equal-work peer's (the machine's; the processes' counted) | ${showRatio(pr.stream_cpu_vs_batched_equal)} (${showRatio(pr.stream_counted_cpu_vs_batched_equal)}) | ${pairs('stream', 'batched-equal', 'rounds_machine_ms_per_task', ' ms')} | a batched lane: ≤ 3× |`,
       `| | claim + complete (Taskcluster's calls) tasks/s ÷ the default equal-work peer's | ${showRatio(pr.claim_complete_per_s_vs_default_equal, '')} | ${pairs('claim_complete', 'default-equal', 'rounds_per_s', ' tasks/s')} | |`,
     );
+    if (f['lane-floor-500']) {
+      rows.push(
+        `| | the batched lane's floor (500 a batch) CPU per task ÷ the batched equal-work peer's (the machine's; the processes' counted) | ${showRatio(pr.lane_floor_cpu_vs_batched_equal)} (${showRatio(pr.lane_floor_counted_cpu_vs_batched_equal)}) | ${pairs('lane-floor-500', 'batched-equal', 'rounds_machine_ms_per_task', ' ms')}; counted ${pairs('lane-floor-500', 'batched-equal', 'rounds_counted_ms_per_task', ' ms')} | above 3×: no design under the rules reaches the batched lane's goal |`,
+        `| | worker stream CPU per task ÷ the batched lane's floor (the machine's; the processes' counted) | ${showRatio(pr.stream_cpu_vs_lane_floor)} (${showRatio(pr.stream_counted_cpu_vs_lane_floor)}) | ${pairs('stream', 'lane-floor-500', 'rounds_machine_ms_per_task', ' ms')}; counted ${pairs('stream', 'lane-floor-500', 'rounds_counted_ms_per_task', ' ms')} | |`,
+      );
+    }
   }
   if (s) {
     rows.push(`| | 100k graph submit, CPU per task | ${fmt(s.cpu_ms_per_task_submit?.total, ' ms')} (${fmt(s.submit_s, ' s')}) | | ≤ 0.25 ms, < 20 s |`);

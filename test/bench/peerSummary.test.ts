@@ -20,4 +20,21 @@ test('the peer scenario\'s summary: each drain\'s median over the rounds, the ra
   // 0.6 / 0.05 = 12, 0.5 / 0.04 = 12.5, 0.55 / 0.05 = 11 → 12
   assert.equal(ratios.stream_cpu_vs_batched_equal, 12);
   assert.equal(ratios.claim_complete_per_s_vs_default_equal, undefined, 'a drain not measured gives no ratio');
+  assert.equal(ratios.lane_floor_cpu_vs_batched_equal, undefined, 'no floor measured, no ratio to it');
+});
+
+test('the batched lane\'s floor (500 a batch) against the batched equal-work peer, and the stream against the floor', () => {
+  const rounds = [
+    { stream: f(3000, 0.6, 0.5), 'batched-equal': f(30000, 0.05, 0.04), 'lane-floor-500': f(4000, 0.2, 0.3), 'lane-floor-100': f(3000, 0.4, 0.5) },
+    { stream: f(3200, 0.5, 0.5), 'batched-equal': f(30000, 0.04, 0.05), 'lane-floor-500': f(4000, 0.25, 0.2), 'lane-floor-100': f(3000, 0.4, 0.5) },
+  ];
+  const { figures, ratios } = summarize(rounds);
+  assert.deepEqual(figures['lane-floor-500'].rounds_machine_ms_per_task, [0.2, 0.25]);
+  assert.deepEqual(figures['lane-floor-500'].rounds_counted_ms_per_task, [0.3, 0.2]);
+  // 0.2 / 0.05 = 4, 0.25 / 0.04 = 6.25 → the lower of two: 4; counted 0.3 / 0.04 = 7.5, 0.2 / 0.05 = 4 → 4
+  assert.equal(ratios.lane_floor_cpu_vs_batched_equal, 4);
+  assert.equal(ratios.lane_floor_counted_cpu_vs_batched_equal, 4);
+  // 0.6 / 0.2 = 3, 0.5 / 0.25 = 2 → 2 (not the 100-a-batch floor's 1.5 or 1.25)
+  assert.equal(ratios.stream_cpu_vs_lane_floor, 2);
+  assert.equal(ratios.stream_counted_cpu_vs_lane_floor, 1.67);
 });

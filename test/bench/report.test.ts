@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { peerRows, ratioRows } from '../../bench/report.js';
-import { clientBackendDatabase } from '../../bench/cpu.js';
+import { clientBackendDatabase, isBenchRabbitmq } from '../../bench/cpu.js';
 
 test('the ratios row of the bench table divides each figure by the floor measured in the same run', () => {
   const rows = ratioRows({
@@ -46,6 +46,22 @@ test('the peer scenario\'s rows: each drain\'s figures, then the ratios of the w
   assert.match(rows[1], /\| 1\.25× \| 0\.5 ÷ 0\.4 ms \| ≤ 1× \|$/);
   assert.match(rows[2], /\| 12\.50× \(12\.50×\) \| 0\.5 ÷ 0\.04 ms \| a batched lane: ≤ 3× \|$/);
   assert.match(rows[3], /\| — \| — \| \|$/, 'a drain not measured shows a dash');
+  assert.equal(rows.length, 4, 'no floor measured: no rows of it');
+});
+
+test('the peer scenario\'s rows with the batched lane\'s floor: its counts, RabbitMQ a message, and its ratios', () => {
+  const figures = (perS: number, machine: number) => ({ per_s: perS, machine_ms_per_task: machine, rounds_per_s: [perS], rounds_machine_ms_per_task: [machine], rounds_counted_ms_per_task: [machine / 2], cpu_ms_per_task: { total: machine / 2 } });
+  const floor = { ...figures(5000, 0.3), per_task: { pg_transactions: 0.02, pg_rows_written: 6, messages: 2 }, rabbitmq_ms_per_message: { unrouted: 0.02, quorum_queued_extra: 0.09 } };
+  const peer = {
+    jobs: 20000, peer_version: '0.17.3',
+    figures: { stream: figures(3600, 0.6), 'batched-equal': figures(30000, 0.06), 'lane-floor-500': floor },
+    ratios: { lane_floor_cpu_vs_batched_equal: 5, lane_floor_counted_cpu_vs_batched_equal: 5, stream_cpu_vs_lane_floor: 2, stream_counted_cpu_vs_lane_floor: 2 },
+  };
+  const table = peerRows(peer);
+  assert.match(table[3], /floor, 500 a batch .* \| 5000 tasks\/s \(5000\); 0\.3 ms \(0\.3\) \| CPU per task 0\.15 ms: ; 0\.02, 6, 2 messages; RabbitMQ a message 0\.02 ms routed to no queue, 0\.09 ms more into the quorum queue \| \|$/);
+  const rows = ratioRows({ peer });
+  assert.match(rows.at(-2) as string, /floor \(500 a batch\) CPU per task ÷ the batched equal-work peer's .* \| 5\.00× \(5\.00×\) \| 0\.3 ÷ 0\.06 ms; counted 0\.15 ÷ 0\.03 ms \| above 3×/);
+  assert.match(rows.at(-1) as string, /worker stream CPU per task ÷ the batched lane's floor .* \| 2\.00× \(2\.00×\) \| 0\.6 ÷ 0\.3 ms; counted 0\.3 ÷ 0\.15 ms \| \|$/);
 });
 
 test('Postgres client backends are told apart by database, the server\'s own processes are not', () => {
@@ -54,4 +70,14 @@ test('Postgres client backends are told apart by database, the server\'s own pro
   assert.equal(clientBackendDatabase('postgres: 15/main: walwriter '), undefined);
   assert.equal(clientBackendDatabase('postgres: 15/main: logical replication launcher '), undefined);
   assert.equal(clientBackendDatabase('postgres: 15/main: parallel worker for PID 12 '), undefined);
+});
+
+test('RabbitMQ\'s CPU is the bench\'s node\'s: not a rabbitmqctl call\'s Erlang VM, nor a node of the chaos cluster', () => {
+  const server = '/usr/lib/erlang/erts-13.1.5/bin/beam.smp -W w -MBas ageffcbf -B i -- -root /usr/lib/erlang -progname erl -- -home /var/lib/rabbitmq -- -pa  -noshell -noinput -s rabbit boot -boot start_sasl';
+  const cli = '/usr/lib/erlang/erts-13.1.5/bin/beam.smp -B -- -root /usr/lib/erlang -progname erl -- -home /var/lib/rabbitmq -- -boot start_clean -noshell -hidden -run escript start -escript main rabbitmqctl_escript -- -extra /usr/lib/rabbitmq/lib/rabbitmq_server-3.10.8/escript/rabbitmqctl status';
+  const chaosNode = `${server} -mnesia dir "/tmp/tgs-rabbitmq-cluster/n2/mnesia"`;
+  assert.equal(isBenchRabbitmq(server), true);
+  assert.equal(isBenchRabbitmq(cli), false);
+  assert.equal(isBenchRabbitmq(chaosNode), false);
+  assert.equal(isBenchRabbitmq('node bin/tgs.js relay --rabbit'), false);
 });
