@@ -110,6 +110,8 @@ export function peerRows(p: Results): string[] {
 }
 
 const ratio = (a: number | undefined, b: number | undefined) => (a && b ? a / b : undefined);
+/** The bench's own process when tgs runs in processes of its own: the fast worker, the caller of the API. */
+const CALLER_PROCESS = 'bench (fast worker)';
 const showRatio = (x: number | undefined, unit = '×') => (x === undefined ? '—' : `${x.toFixed(2)}${unit}`);
 
 /**
@@ -141,6 +143,16 @@ export function ratioRows(r: Results): string[] {
       ? `the median of ${rounds.length} rounds alternated: ${rounds.map((n, i) => `${fmt(n)} ÷ ${fmt(floors[i])}`).join(', ')} tasks/s`
       : `${fmt(q.claim_complete_batch8_per_s)} ÷ ${fmt(q.floor_per_s)} tasks/s`;
     rows.push(`| | claim + complete (up to 8 a claim) ÷ its floor | ${showRatio(q.claim_complete_floor_ratio ?? ratio(q.claim_complete_batch8_per_s, q.floor_per_s), '')} | ${figures} | ≥ 0.6 |`);
+    // the capacity a deployment gets: the caller (the fast worker, a Taskcluster worker elsewhere in a deployment) is
+    // not the server's cost, so the drain's CPU a task without it against the floor's (all of which is server work)
+    const drainCpu = q.cpu_ms_per_task_batch8 as Record<string, number> | undefined;
+    const caller = drainCpu?.[CALLER_PROCESS];
+    if (drainCpu?.total && caller !== undefined && q.cpu_ms_per_task_floor?.total) {
+      const server = drainCpu.total - caller;
+      rows.push(
+        `| | claim + complete (up to 8 a claim) ÷ its floor, by CPU a task, the server's processes only | ${showRatio(ratio(q.cpu_ms_per_task_floor.total, server), '')} | ${fmt(q.cpu_ms_per_task_floor.total, ' ms')} ÷ ${fmt(Math.round(server * 100) / 100, ' ms')} (${fmt(drainCpu.total, ' ms')} less the caller's ${fmt(caller, ' ms')}) | ≥ 0.6 |`,
+      );
+    }
     if (q.claim_complete_stream_per_s) {
       rows.push(`| | claim + complete over the worker stream ÷ the same floor | ${showRatio(ratio(q.claim_complete_stream_per_s, q.floor_per_s), '')} | ${fmt(q.claim_complete_stream_per_s)} ÷ ${fmt(q.floor_per_s)} tasks/s | |`);
     }

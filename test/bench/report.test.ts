@@ -31,6 +31,19 @@ test('claim + complete against its floor in alternated rounds: the median of the
   assert.match(row, /\| 0\.62 \| the median of 3 rounds alternated: 1300 ÷ 2100, 1500 ÷ 2400, 1100 ÷ 2600 tasks\/s \| ≥ 0\.6 \|$/);
 });
 
+test('claim + complete by CPU a task, the server\'s processes only: the caller\'s share left out of the drain\'s', () => {
+  const rows = ratioRows({
+    queue: {
+      claim_complete_batch8_per_s: 1300, floor_per_s: 2400,
+      cpu_ms_per_task_batch8: { total: 1.2, 'bench (fast worker)': 0.3, 'tgs api': 0.5, postgres: 0.4 },
+      cpu_ms_per_task_floor: { total: 0.54 },
+    },
+  });
+  assert.match(rows[1], /the server's processes only \| 0\.60 \| 0\.54 ms ÷ 0\.9 ms \(1\.2 ms less the caller's 0\.3 ms\) \| ≥ 0\.6 \|$/);
+  // in one process the caller cannot be told apart: no row
+  assert.equal(ratioRows({ queue: { claim_complete_batch8_per_s: 1300, floor_per_s: 2400, cpu_ms_per_task_batch8: { total: 1.2, 'tgs (all) + bench': 1.2 }, cpu_ms_per_task_floor: { total: 0.54 } } }).length, 1);
+});
+
 test('the peer scenario\'s rows: each drain\'s figures, then the ratios of the worker stream to the equal-work peers', () => {
   const figures = (perS: number, machine: number) => ({ per_s: perS, machine_ms_per_task: machine, rounds_per_s: [perS], rounds_machine_ms_per_task: [machine], cpu_ms_per_task: { total: machine / 2 } });
   const peer = {
