@@ -181,7 +181,7 @@ test('tgs dev with TEMPORAL_ADDRESS: starts no Temporal dev server, says which s
     const description = await new Client({ connection }).workflow.getHandle(`task-graph/${taskGraphId}`).describe();
     assert.equal(description.type, 'taskGraph');
     // Temporal-native starts work out of the box, as a dev client limited to the dev workers' provisioner.
-    assert.match(dev.output(), /Temporal graphs act as client static\/tgs\/dev-temporal \(scopes scheduler:create-task-graph queue:scheduler-id:\S+ queue:create-task:highest:tgs-dev\/\*\)/);
+    assert.match(dev.output(), /Temporal graphs act as client static\/tgs\/dev-temporal \(scopes scheduler:create-task-graph scheduler:amend-task-graph:\* queue:scheduler-id:\S+ queue:create-task:highest:tgs-dev\/\*\)/);
     const temporalClient = new Client({ connection });
     const native = await startTaskGraph(temporalClient, smallGraph('native'));
     assert.deepEqual(await native.handle.result(), { taskGraphId: native.taskGraphId, state: 'finished' });
