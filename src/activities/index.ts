@@ -17,6 +17,7 @@ import { DEPLOYMENT_MEMO, GRAPH_OF_ANOTHER_DEPLOYMENT, INVALID_TASK_GRAPH, type 
 import { isResolved } from '../taskStates.js';
 import { ensureQueueGraph, getGraph, memberTaskIds, dispatchMembers, graphMeta, joinQueueTasks, loadNodePage, recordGraphState, setRerunsLeft } from '../scheduler/graphStore.js';
 import { readyTasks } from '../queue/readiness.js';
+import { dispatchInOne } from './dispatchInOne.js';
 import { temporalGraphAuthorizer } from '../scheduler/temporalNativeAuth.js';
 import { graphMessage } from '../scheduler/messages.js';
 import { createTaskGraph } from '../scheduler/createTaskGraph.js';
@@ -124,17 +125,37 @@ export function createActivities(deps: ActivityDeps): Activities {
      * Schedules ready tasks and reruns failed/reset ones, in one transaction. Acts only on members of the graph,
      * and schedules only tasks whose dependencies the queue's stored state shows resolved: anyone who can signal
      * the workflow (or schedule this activity) can claim anything, so nothing here trusts the workflow's model.
+     * A batch of schedules alone is dispatched in one statement (dispatchInOne) unless a ready node needs this
+     * general path (a cached node).
      */
     async dispatchTasks(taskGraphId: string, items: DispatchItem[]): Promise<DispatchResult> {
       const taskIds = items.map((i) => i.taskId);
+      const wanted = items.filter((i) => i.kind === 'schedule').map((i) => i.taskId);
+      /** After the commit: the log lines and hop observations of the tasks this call made pending with their first run. */
+      const announcePending = (firstRuns: { taskId: string; scheduled: string | undefined }[], ready: Map<string, number | null>) => {
+        if (firstRuns.length === 0) return;
+        const becamePending = firstRuns.map((r) => r.taskId);
+        deps.log?.info({ taskGraphId, scheduled: becamePending.length, ...(becamePending.length === 1 ? { taskId: becamePending[0] } : {}) }, 'tasks pending');
+        deps.log?.debug({ taskGraphId, taskIds: becamePending }, 'tasks pending (ids)');
+        observeHops(firstRuns.map((r) => ({ scheduled: r.scheduled, latestRequirementResolved: ready.get(r.taskId) })));
+      };
+      if (wanted.length === items.length) {
+        // (measured figure: see below)
+        const one = await dispatchInOne(pool, taskGraphId, taskIds);
+        if (one) {
+          announcePending(one.firstRuns, one.ready);
+          const unready = wanted.filter((id) => !one.ready.has(id));
+          return { resolutions: one.resolutions, ...(unready.length ? { unready } : {}) };
+        }
+      }
       const refused: RefusedRerun[] = [];
       const unready: string[] = [];
-      let becamePending: string[] = [];
-      let hops: Parameters<typeof observeHops>[0] = [];
+      let firstRuns: { taskId: string; scheduled: string | undefined }[] = [];
+      let readyAtDispatch = new Map<string, number | null>();
       await withTransaction(pool, async (client) => {
         const { members, cached } = await dispatchMembers(client, taskGraphId, taskIds);
-        const wanted = items.filter((i) => i.kind === 'schedule').map((i) => i.taskId);
         const ready = await readyTasks(client, wanted.filter((id) => members.has(id)));
+        readyAtDispatch = ready;
         const readyIds = wanted.filter((id) => ready.has(id));
         unready.push(...wanted.filter((id) => !ready.has(id)));
         // cached nodes found in the cache are resolved from it instead (their resolutions come back below); it is
@@ -143,9 +164,7 @@ export function createActivities(deps: ActivityDeps): Activities {
         const toSchedule = fromCache.size > 0 ? readyIds.filter((id) => !fromCache.has(id)) : readyIds;
         if (toSchedule.length > 0) {
           const statuses = await scheduleTasks(client, config, toSchedule);
-          const firstRuns = statuses.filter((s) => s.state === 'pending' && s.runs.length === 1);
-          becamePending = firstRuns.map((s) => s.taskId);
-          hops = firstRuns.map((s) => ({ scheduled: s.runs[0].scheduled, latestRequirementResolved: ready.get(s.taskId) }));
+          firstRuns = statuses.filter((s) => s.state === 'pending' && s.runs.length === 1).map((s) => ({ taskId: s.taskId, scheduled: s.runs[0].scheduled }));
         }
         const reruns = items.filter((i) => i.kind === 'rerun' && members.has(i.taskId));
         unready.push(...items.filter((i) => i.kind === 'rerun' && !members.has(i.taskId)).map((i) => i.taskId));
@@ -173,11 +192,7 @@ export function createActivities(deps: ActivityDeps): Activities {
           await setRerunsLeft(client, taskGraphId, reruns.flatMap((r) => (r.rerunsLeft !== undefined ? [{ idx: r.idx, taskId: r.taskId, rerunsLeft: r.rerunsLeft }] : [])));
         }
       });
-      if (becamePending.length > 0) {
-        deps.log?.info({ taskGraphId, scheduled: becamePending.length, ...(becamePending.length === 1 ? { taskId: becamePending[0] } : {}) }, 'tasks pending');
-        deps.log?.debug({ taskGraphId, taskIds: becamePending }, 'tasks pending (ids)');
-        observeHops(hops);
-      }
+      announcePending(firstRuns, readyAtDispatch);
       // Anything already resolved again (a very fast worker, or a duplicate activity) is reported back.
       return {
         resolutions: await resolvedLatestRuns(pool, taskIds),
