@@ -49,7 +49,8 @@ after(async () => {
   await db.drop();
 });
 
-type Path = 'one statement' | 'general';
+const PATHS = ['general', 'one statement'] as const;
+type Path = (typeof PATHS)[number];
 
 /**
  * The activities on a view of the pool that counts what each dispatch did: the general path opens a transaction
@@ -111,6 +112,20 @@ async function run(workerType: string, taskId: string, outcome: 'completed' | 'f
 
 type StoredGraph = Awaited<ReturnType<typeof storeGraph>>;
 
+type Dispatch = ReturnType<typeof activitiesCounting>['dispatch'];
+
+/**
+ * A stored graph of `root` and the nodes of `dependents`, on a worker type of its own named after `name` and `path`,
+ * whose root was dispatched by `path` and ran to `outcome`.
+ */
+async function rootRan(dispatch: Dispatch, path: Path, name: string, outcome: 'completed' | 'failed' = 'completed', dependents: Parameters<typeof graphOf>[0] = { next: { requires: ['root'] } }) {
+  const workerType = `d-${name}-${path === 'general' ? 'g' : 'o'}`;
+  const graph = await storeGraph(workerType, { root: {}, ...dependents });
+  await dispatch(path, graph.taskGraphId, schedule(graph.id('root')));
+  await run(workerType, graph.id('root'), outcome);
+  return graph;
+}
+
 /** The graph's task rows and outbox rows as JSON, its ids and worker type by placeholders and every time by `T`. */
 async function stored(graph: StoredGraph) {
   const ids = [...graph.ids.values()];
@@ -144,23 +159,14 @@ async function notifiedSince(from: number) {
 
 test('contract: both paths schedule the ready members alike (rows, runs, rendered messages, notifications, answer), and refuse the rest as unready', async () => {
   const { dispatch } = activitiesCounting();
-  const shape = {
-    root: {},
-    other: {},
-    next: { requires: ['root'] },
-    alsoNext: { requires: ['root'] },
-    waiting: { requires: ['root', 'other'] },
-  };
+  // `waiting` also requires `other`, which never runs
+  const dependents = { other: {}, next: { requires: ['root'] }, alsoNext: { requires: ['root'] }, waiting: { requires: ['root', 'other'] } };
   const answers: Record<Path, unknown> = {} as Record<Path, unknown>;
   const rows: Record<Path, unknown> = {} as Record<Path, unknown>;
   const woken: Record<Path, string[]> = {} as Record<Path, string[]>;
   const foreign = await storeGraph('d-foreign', { a: {}, b: { requires: ['a'] } });
-  for (const path of ['general', 'one statement'] as const) {
-    const workerType = `d-contract-${path === 'general' ? 'g' : 'o'}`;
-    const graph = await storeGraph(workerType, shape);
-    const roots = await dispatch(path, graph.taskGraphId, schedule(graph.id('root')));
-    assert.deepEqual(roots, { resolutions: [] });
-    await run(workerType, graph.id('root'));
+  for (const path of PATHS) {
+    const graph = await rootRan(dispatch, path, 'contract', 'completed', dependents);
     await notifiedSince(0); // the report's own wake-up of the relay, sent after it answered
     const from = notifications.length;
     const startedAt = Date.now();
@@ -197,11 +203,8 @@ test('contract: both paths schedule the ready members alike (rows, runs, rendere
 
 test('a member whose dependency failed (all-completed), or that does not exist: unready, and nothing is written, by both paths', async () => {
   const { dispatch } = activitiesCounting();
-  for (const path of ['general', 'one statement'] as const) {
-    const workerType = `d-failed-${path === 'general' ? 'g' : 'o'}`;
-    const graph = await storeGraph(workerType, { root: {}, next: { requires: ['root'] } });
-    await dispatch(path, graph.taskGraphId, schedule(graph.id('root')));
-    await run(workerType, graph.id('root'), 'failed');
+  for (const path of PATHS) {
+    const graph = await rootRan(dispatch, path, 'failed', 'failed');
     const before = await stored(graph);
     const missing = slugid.nice();
     const answer = await dispatch(path, graph.taskGraphId, schedule(graph.id('next'), missing));
@@ -212,11 +215,8 @@ test('a member whose dependency failed (all-completed), or that does not exist: 
 
 test('a canceled graph\'s tasks are not scheduled: their cancel is reported back, by both paths', async () => {
   const { activities, dispatch } = activitiesCounting();
-  for (const path of ['general', 'one statement'] as const) {
-    const workerType = `d-canceled-${path === 'general' ? 'g' : 'o'}`;
-    const graph = await storeGraph(workerType, { root: {}, next: { requires: ['root'] } });
-    await dispatch(path, graph.taskGraphId, schedule(graph.id('root')));
-    await run(workerType, graph.id('root'));
+  for (const path of PATHS) {
+    const graph = await rootRan(dispatch, path, 'canceled');
     // as the workflow cancels: its unresolved members, then the graph's state
     await activities.cancelTasks(graph.taskGraphId, [graph.id('next')]);
     await recordGraphState(db.pool, graph.taskGraphId, 'canceled', [], 'test');
@@ -229,11 +229,8 @@ test('a canceled graph\'s tasks are not scheduled: their cancel is reported back
 
 test('a cancel holding the task when the dispatch comes: the dispatch waits for it and leaves the task canceled, by both paths', async () => {
   const { dispatch } = activitiesCounting();
-  for (const path of ['general', 'one statement'] as const) {
-    const workerType = `d-race-${path === 'general' ? 'g' : 'o'}`;
-    const graph = await storeGraph(workerType, { root: {}, next: { requires: ['root'] } });
-    await dispatch(path, graph.taskGraphId, schedule(graph.id('root')));
-    await run(workerType, graph.id('root'));
+  for (const path of PATHS) {
+    const graph = await rootRan(dispatch, path, 'race');
     const canceling = await db.pool.connect();
     try {
       await canceling.query('BEGIN');
@@ -266,11 +263,8 @@ test('a cancel holding the task when the dispatch comes: the dispatch waits for 
 
 test('a retried dispatch schedules nothing more and answers the same; the one statement observes each hop once', async () => {
   const { dispatch } = activitiesCounting();
-  for (const path of ['general', 'one statement'] as const) {
-    const workerType = `d-retry-${path === 'general' ? 'g' : 'o'}`;
-    const graph = await storeGraph(workerType, { root: {}, a: { requires: ['root'] }, b: { requires: ['root'] } });
-    await dispatch(path, graph.taskGraphId, schedule(graph.id('root')));
-    await run(workerType, graph.id('root'));
+  for (const path of PATHS) {
+    const graph = await rootRan(dispatch, path, 'retry', 'completed', { a: { requires: ['root'] }, b: { requires: ['root'] } });
     const hops = async () => (await graphHop.get()).values.find((v) => v.metricName === 'tgs_graph_hop_seconds_count')?.value ?? 0;
     const hopsBefore = await hops();
     const first = await dispatch(path, graph.taskGraphId, schedule(graph.id('a'), graph.id('b')));
