@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { notifySoon, prepared } from '../db/pool.js';
+import { prepared } from '../db/pool.js';
 import { OUTBOX_CHANNEL } from '../exchanges/outbox.js';
 import { latestRunsSql, runResolution, type LatestRun } from '../queue/latestRuns.js';
 import { PENDING_CHANNEL } from '../queue/notify.js';
@@ -34,6 +34,17 @@ const DISPATCH_IN_ONE_SQL = `WITH members AS (
      FROM ready r LEFT JOIN scheduled s ON s.task_id = r.task_id) AS ready,
     (SELECT coalesce(jsonb_agg(to_jsonb(l) ORDER BY l.task_id), '[]'::jsonb) FROM (${latestRunsSql('$2', { resolved: true })}) l) AS resolved`;
 
+/**
+ * The wake-ups of a schedule, as the general path sends them after its COMMIT: the relay ($1[1] the outbox's channel,
+ * no payload) and the claimers of each queue that has tasks pending now, in one round trip once the statement has
+ * committed. Awaited before the activity returns, as the general path's are: sent without waiting (notifySoon, as the
+ * claim and the report do), the activity's completion and the workflow's next task ran on the two cores while the
+ * claimers woke, and the hop's pending → claimed grew from 7.8 ms (the general path) to 12.8, where awaited it was 8.9
+ * (medians of the p50s of 6 rotated runs each of the hop scenario, load average 3-11 on 2 shared cores;
+ * docs/bench-journal/2026-11-29.md).
+ */
+const WAKE_SQL = 'SELECT pg_notify(n.channel, n.payload) FROM unnest($1::text[], $2::text[]) AS n(channel, payload)';
+
 /** A ready member of the batch: the start of its hop (readySql's `resolved`), and its new run if this call scheduled it. */
 interface ReadyRow {
   task_id: string;
@@ -56,8 +67,7 @@ export interface DispatchedInOne {
 
 /**
  * Schedules the ready members among `taskIds` in DISPATCH_IN_ONE_SQL, then wakes the relay and the claimers of the
- * queues it made tasks pending in, off the caller's path (notifySoon, as the claim and the report do). Undefined: a
- * ready member needs the general path, and nothing was written.
+ * queues it made tasks pending in (WAKE_SQL). Undefined: a ready member needs the general path, and nothing was written.
  */
 export async function dispatchInOne(pool: pg.Pool, taskGraphId: string, taskIds: string[]): Promise<DispatchedInOne | undefined> {
   const now = new Date().toISOString();
@@ -68,8 +78,8 @@ export async function dispatchInOne(pool: pg.Pool, taskGraphId: string, taskIds:
   if (general) return undefined;
   const scheduled = ready.filter((r) => r.task_queue_id !== null);
   if (scheduled.length > 0) {
-    notifySoon(pool, OUTBOX_CHANNEL, '');
-    for (const queue of new Set(scheduled.map((r) => r.task_queue_id as string))) notifySoon(pool, PENDING_CHANNEL, queue);
+    const queues = [...new Set(scheduled.map((r) => r.task_queue_id as string))];
+    await pool.query(prepared(WAKE_SQL, [[OUTBOX_CHANNEL, ...queues.map(() => PENDING_CHANNEL)], ['', ...queues]]));
   }
   return {
     ready: new Map(ready.map((r) => [r.task_id, r.resolved])),
