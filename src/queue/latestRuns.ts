@@ -21,15 +21,17 @@ export interface LatestRun {
  */
 export async function latestRuns(db: Queryable, taskIds: string[], options: { resolved?: boolean; forUpdate?: boolean } = {}): Promise<LatestRun[]> {
   if (taskIds.length === 0) return [];
-  const { rows } = await db.query<LatestRun>(
-    prepared(
-      `SELECT task_id, jsonb_array_length(runs) - 1 AS run_id, runs->-1->>'state' AS state, runs->-1->>'reasonResolved' AS reason, deadline
-         FROM tasks WHERE task_id = ${anyOf('$1', 'text')}${options.resolved ? ` AND state IN ('completed', 'failed', 'exception')` : ''}${options.forUpdate ? ' FOR UPDATE' : ''}`,
-      [taskIds],
-    ),
-  );
+  const { rows } = await db.query<LatestRun>(prepared(`${latestRunsSql('$1', options)}${options.forUpdate ? ' FOR UPDATE' : ''}`, [taskIds]));
   return rows;
 }
+
+/**
+ * SQL: latestRuns' read (without its lock) of the tasks of the text[] parameter `param`, as rows of LatestRun; the
+ * dispatch's one statement (src/activities/dispatchInOne.ts) reads the resolved ones through it.
+ */
+export const latestRunsSql = (param: string, options: { resolved?: boolean }) =>
+  `SELECT task_id, jsonb_array_length(runs) - 1 AS run_id, runs->-1->>'state' AS state, runs->-1->>'reasonResolved' AS reason, deadline
+         FROM tasks WHERE task_id = ${anyOf(param, 'text')}${options.resolved ? ` AND state IN ('completed', 'failed', 'exception')` : ''}`;
 
 /** A resolved latest run as a graph hears it (src/workflows/contract.ts's Resolution). */
 export function runResolution(row: Pick<LatestRun, 'task_id' | 'run_id' | 'state' | 'reason'>): { taskId: string; runId: number; state: ResolvedState; reasonResolved?: string } | undefined {

@@ -6,6 +6,27 @@ import { notifyPending } from './notify.js';
 import { loadTasks, taskStatus, TASK_COLUMNS, type TaskRow, type TaskStatus } from './taskRow.js';
 
 /**
+ * SQL: SCHEDULE's CTEs `locked`, `scheduled` (the rows made pending, `RETURNING t.*`) and `announced` (their
+ * task-pending rows), for the tasks `candidates` (a condition on a row of tasks) selects, at the time given twice as
+ * parameters (`nowTime` cast to timestamptz, `nowText` to text: one parameter cannot take both types). The dispatch's
+ * one statement (src/activities/dispatchInOne.ts) schedules through them too, so both write the same rows and the same
+ * messages.
+ */
+export const scheduleCtes = (candidates: string, nowTime: string, nowText: string) => `locked AS (
+    SELECT task_id FROM tasks
+    WHERE ${candidates} AND state = 'unscheduled' AND deadline > ${nowTime}::timestamptz
+    ORDER BY task_id FOR UPDATE
+  ), scheduled AS (
+    UPDATE tasks t SET state = 'pending', taken_until = NULL, pending_since = ${nowTime}::timestamptz,
+      runs = t.runs || jsonb_build_array(jsonb_build_object(
+        'runId', jsonb_array_length(t.runs), 'state', 'pending', 'reasonCreated', 'scheduled', 'scheduled', ${nowText}::text))
+    FROM locked WHERE t.task_id = locked.task_id AND t.state = 'unscheduled'
+    RETURNING t.*
+  ), announced AS (
+    ${renderedMessagesInsert('scheduled', 'task-pending')}
+  )`;
+
+/**
  * Unscheduled → pending in one statement: lock the tasks still unscheduled and before their deadline (in taskId
  * order, as every bulk change locks), add run 0 (`reasonCreated: 'scheduled'`, the run addPendingRun in
  * src/queue/taskRow.ts builds) and write each one's task-pending row for the relay to render, as the claim
@@ -13,19 +34,7 @@ import { loadTasks, taskStatus, TASK_COLUMNS, type TaskRow, type TaskStatus } fr
  * and written back with their messages: three statements, and the 10,000-task graph's dispatches spent 0.11 ms of
  * Postgres time a task on them (pg_stat_statements).
  */
-const SCHEDULE = `WITH locked AS (
-    SELECT task_id FROM tasks
-    WHERE task_id = ${anyOf('$1', 'text')} AND state = 'unscheduled' AND deadline > $2::timestamptz
-    ORDER BY task_id FOR UPDATE
-  ), scheduled AS (
-    UPDATE tasks t SET state = 'pending', taken_until = NULL, pending_since = $2::timestamptz,
-      runs = t.runs || jsonb_build_array(jsonb_build_object(
-        'runId', jsonb_array_length(t.runs), 'state', 'pending', 'reasonCreated', 'scheduled', 'scheduled', $3::text))
-    FROM locked WHERE t.task_id = locked.task_id AND t.state = 'unscheduled'
-    RETURNING t.*
-  ), announced AS (
-    ${renderedMessagesInsert('scheduled', 'task-pending')}
-  )
+const SCHEDULE = `WITH ${scheduleCtes(`task_id = ${anyOf('$1', 'text')}`, '$2', '$3')}
   SELECT ${TASK_COLUMNS} FROM scheduled`;
 
 /** Unscheduled → pending (run 0, reasonCreated 'scheduled'); any other task is left as it is. */

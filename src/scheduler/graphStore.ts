@@ -82,6 +82,14 @@ export const DISPATCH_MEMBERS_SQL = `SELECT n.task_id, ${hasCacheRowSql('n.task_
   WHERE n.task_id = ${anyOf('$2', 'text')} AND n.task_graph_id || '' = $1 AND n.member`;
 
 /**
+ * SQL over `m`, a row of DISPATCH_MEMBERS_SQL: whether this member, once ready, is dispatched by the activity's
+ * general path (src/activities/index.ts dispatchTasks: a cached node is looked up in the cache, and an amend's
+ * dependent with an undecided early cutoff is decided, before anything is scheduled) instead of its one statement
+ * (src/activities/dispatchInOne.ts).
+ */
+export const needsGeneralDispatchSql = (m: string) => `(${m}.cached OR ${m}.cutoff)`;
+
+/**
  * The live graphs (running or blocked, or a task group's queue-level graph) that have any of the taskIds $1 as a
  * node, member or external: who hears a resolution. Driven by taskId (graph_nodes_by_task), each node's graph found
  * after by its key; `task_graph_id || ''` keeps Postgres from reading the live graphs first and each one's nodes
