@@ -69,8 +69,7 @@ async function tgs(...args: string[]): Promise<string> {
   return (await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/entry.ts', ...args], { env })).stdout;
 }
 
-async function submit(graph: unknown) {
-  const taskGraphId = slugid.nice();
+async function submit(graph: unknown, taskGraphId = slugid.nice()) {
   const res = await stack.root.request<{ tasks: { label: string; taskId: string }[] }>('scheduler', 'PUT', `/task-graph/${taskGraphId}`, graph);
   const ids = new Map(res.tasks.map((t) => [t.label, t.taskId]));
   return { taskGraphId, id: (label: string) => ids.get(label) as string, labels: [...ids.keys()] };
@@ -204,8 +203,10 @@ test('temporal workflow terminate: the graph is terminated within the bound, its
 });
 
 test('a graph resumed while a task runs: the task resolves into the new run and the graph finishes, each task run once', async () => {
-  const g = await submit(graphOf({ held: { payload: { hold: true } }, after: { requires: ['held'] } }));
-  const running = await watch(g.taskGraphId, 'task-graph-running');
+  // watched before the submit: the first run's running message may go out before a queue bound after it
+  const taskGraphId = slugid.nice();
+  const running = await watch(taskGraphId, 'task-graph-running');
+  const g = await submit(graphOf({ held: { payload: { hold: true } }, after: { requires: ['held'] } }), taskGraphId);
   await waitTask(g.id('held'), 'running');
   await temporal('workflow', 'terminate', '--workflow-id', workflowIdFor(g.taskGraphId), '--reason', 'test');
   await waitState(g.taskGraphId, 'terminated');
