@@ -298,7 +298,9 @@ async function markAmended(
   }
   await db.query('UPDATE graph_nodes SET amended = NULL WHERE task_graph_id = $1 AND amended IS NOT NULL', [taskGraphId]);
   await db.query(
-    `UPDATE graph_nodes n SET amended = v.code::"char", cutoff = v.cutoff FROM jsonb_to_recordset($2::jsonb) AS v(label text, code text, cutoff jsonb)
+    // a patched node keeps its cutoff (an earlier amend's, decided or still waiting for its inputs)
+    `UPDATE graph_nodes n SET amended = v.code::"char", cutoff = CASE WHEN v.code = 'm' THEN n.cutoff ELSE v.cutoff END
+       FROM jsonb_to_recordset($2::jsonb) AS v(label text, code text, cutoff jsonb)
       WHERE n.task_graph_id = $1 AND n.member AND n.label = v.label`,
     [taskGraphId, JSON.stringify(marks)],
   );
