@@ -299,6 +299,16 @@ export async function openArtifactData(db: Queryable, a: { taskId: string; runId
   return { length: total, chunks: chunks() };
 }
 
+/**
+ * Whether any artifact of the run expires before `until`: an artifact may be created with an `expires` earlier than its
+ * task's (Taskcluster allows it), and the expiry sweep deletes it then, so reusing that run (a cache hit, an early
+ * cutoff) would hand dependents an artifact that vanishes before they read it. One indexed probe of the run's artifacts.
+ */
+export async function artifactExpiresBefore(db: Queryable, taskId: string, runId: number, until: string | Date): Promise<boolean> {
+  const { rows } = await db.query('SELECT 1 FROM artifacts WHERE task_id = $1 AND run_id = $2 AND expires < $3 LIMIT 1', [taskId, runId, until]);
+  return rows.length > 0;
+}
+
 /** The latest run's id (Taskcluster's "latest" artifact endpoints); 404 when the task has no run. */
 export async function latestRunId(db: Queryable, taskId: string): Promise<number> {
   const { rows } = await db.query<{ runs: number }>('SELECT jsonb_array_length(runs) AS runs FROM tasks WHERE task_id = $1', [taskId]);

@@ -1,6 +1,8 @@
 import type pg from 'pg';
 import type { Config } from '../config.js';
 import type { Queryable } from '../db/pool.js';
+import { artifactExpiresBefore } from '../queue/artifacts.js';
+import { latestRuns } from '../queue/latestRuns.js';
 import { resolveFromEarlierRuns } from '../queue/resolveFromEarlierRuns.js';
 import { outputDifferences, runOutputs } from '../queue/runOutputs.js';
 import { resolveTaskGroupsIfDone } from '../queue/taskGroups.js';
@@ -41,29 +43,17 @@ export interface CutoffSpec {
 /** Names listed in a reason, at most. */
 const LISTED_NAMES = 5;
 
-interface LatestRun {
-  task_id: string;
-  state: string | null;
-  run_id: number | null;
-  expires: Date;
-}
-
-async function latestRunsOf(db: Queryable, taskIds: string[]): Promise<Map<string, LatestRun>> {
-  const { rows } = await db.query<LatestRun>(
-    `SELECT task_id, runs -> -1 ->> 'state' AS state, jsonb_array_length(runs) - 1 AS run_id, expires FROM tasks WHERE task_id = ANY($1::text[])`,
-    [taskIds],
-  );
-  return new Map(rows.map((r) => [r.task_id, r]));
-}
-
-/** The latest deadline among the task and the tasks that require it: the kept run's artifacts must outlive them. */
-async function neededUntil(db: Queryable, taskId: string): Promise<Date> {
-  const { rows } = await db.query<{ until: Date }>(
-    `SELECT max(deadline) AS until FROM tasks
+/**
+ * The latest deadline among the task and the tasks that require it (the kept run's artifacts must outlive them), and
+ * when the task whose run would be kept expires: one statement.
+ */
+async function keepWindow(db: Queryable, taskId: string, from: string): Promise<{ until: Date; fromExpires: Date | null }> {
+  const { rows } = await db.query<{ until: Date; from_expires: Date | null }>(
+    `SELECT max(deadline) AS until, (SELECT expires FROM tasks WHERE task_id = $2) AS from_expires FROM tasks
       WHERE task_id = $1 OR task_id IN (SELECT dependent_task_id FROM task_dependencies WHERE required_task_id = $1)`,
-    [taskId],
+    [taskId, from],
   );
-  return rows[0].until;
+  return { until: rows[0].until, fromExpires: rows[0].from_expires };
 }
 
 const listed = (names: string[]) => names.slice(0, LISTED_NAMES).join(', ') + (names.length > LISTED_NAMES ? `, and ${names.length - LISTED_NAMES} more` : '');
@@ -71,19 +61,18 @@ const listed = (names: string[]) => names.slice(0, LISTED_NAMES).join(', ') + (n
 /** Whether the dependent is kept, and why: every input compared, the first difference decides. */
 async function decide(db: Queryable, taskId: string, spec: CutoffSpec, now: Date): Promise<CutoffOutcome> {
   const at = now.toISOString();
-  const runs = await latestRunsOf(db, [spec.from, ...spec.inputs.flatMap((i) => [i.old, i.new])]);
+  const runs = new Map((await latestRuns(db, [spec.from, ...spec.inputs.flatMap((i) => [i.old, i.new])])).map((r) => [r.task_id, r]));
   const from = runs.get(spec.from);
-  if (!from || from.state !== 'completed' || from.run_id === null) return { kept: false, reason: `rerun: the task it replaces (${spec.from}) has no completed run`, at };
-  const until = await neededUntil(db, taskId);
-  const { rows: expiring } = await db.query('SELECT 1 FROM artifacts WHERE task_id = $1 AND run_id = $2 AND expires < $3 LIMIT 1', [spec.from, from.run_id, until]);
-  if (from.expires < until || expiring.length > 0) {
+  if (!from || from.state !== 'completed') return { kept: false, reason: `rerun: the task it replaces (${spec.from}) has no completed run`, at };
+  const { until, fromExpires } = await keepWindow(db, taskId, spec.from);
+  if ((fromExpires !== null && fromExpires < until) || (await artifactExpiresBefore(db, spec.from, from.run_id, until))) {
     return { kept: false, reason: `rerun: the run it would keep (${spec.from} run ${from.run_id}) has artifacts that expire before ${until.toISOString()}`, at };
   }
   for (const input of spec.inputs) {
     const before = runs.get(input.old);
     const after = runs.get(input.new);
-    if (!before || before.state !== 'completed' || before.run_id === null) return { kept: false, reason: `rerun: ${input.label}'s replaced task has no completed run to compare with`, at };
-    if (!after || after.state !== 'completed' || after.run_id === null) return { kept: false, reason: `rerun: ${input.label} did not complete`, at };
+    if (!before || before.state !== 'completed') return { kept: false, reason: `rerun: ${input.label}'s replaced task has no completed run to compare with`, at };
+    if (!after || after.state !== 'completed') return { kept: false, reason: `rerun: ${input.label} did not complete`, at };
     const differences = outputDifferences(await runOutputs(db, input.old, before.run_id), await runOutputs(db, input.new, after.run_id));
     if (differences.length > 0) return { kept: false, reason: `rerun: ${input.label}'s outputs changed (${listed(differences)})`, at };
   }

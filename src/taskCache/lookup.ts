@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/pool.js';
 import { findTask } from '../indexService/store.js';
+import { artifactExpiresBefore } from '../queue/artifacts.js';
 import type { CacheRow, CachedFrom, TierLookup } from './store.js';
 import { cachePath, tiersToSearch } from './tiers.js';
 
@@ -28,16 +29,6 @@ async function sourceRun(db: Queryable, taskId: string): Promise<{ row: SourceRo
     run = row?.runs[from.runId];
   }
   return row && run ? { row, run } : undefined;
-}
-
-/**
- * Whether any artifact of the source run expires before `until`: an artifact may be created with an `expires`
- * earlier than its task's (Taskcluster allows it), and the expiry sweep deletes it then, so a hit on that run would
- * hand dependents an artifact that vanishes before they read it. One indexed probe of the run's artifacts.
- */
-async function artifactExpiresBefore(db: Queryable, taskId: string, runId: number, until: string): Promise<boolean> {
-  const { rows } = await db.query('SELECT 1 FROM artifacts WHERE task_id = $1 AND run_id = $2 AND expires < $3 LIMIT 1', [taskId, runId, until]);
-  return rows.length > 0;
 }
 
 /**

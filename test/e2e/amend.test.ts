@@ -8,6 +8,7 @@ import { useStack } from '../helpers/stackFixture.js';
 import { createClient } from '../../src/auth/clients.js';
 import { ApiClient, TgsApiError } from '../../src/client/http.js';
 import { ArtifactUploader } from '../../src/shellWorker/artifacts.js';
+import type { AmendedGraph } from '../../src/client/tgsClient.js';
 
 /*
  * Amend on the real stack (docs/formats.md § Amend, § Early cutoff): the edited graph file classified label by label,
@@ -45,15 +46,7 @@ const file = (nodes: Record<string, Node>) => ({
   ),
 });
 
-interface AmendAnswer {
-  dryRun: boolean;
-  state: string;
-  amend?: number;
-  workflow: string;
-  classification: { changed: string[]; metadata: string[]; added: string[]; dependent: string[]; removed: string[]; unchanged: number };
-  tasks: { label: string; taskId: string }[];
-  mayBeKept: string[];
-}
+type AmendAnswer = AmendedGraph;
 
 async function submit(graph: unknown) {
   const taskGraphId = slugid.nice();
