@@ -115,7 +115,11 @@ function runFile(file, index) {
       // the spec reporter's closing list of failures, with each one's error, repeated at the end of the run
       const text = Buffer.concat(output).toString();
       const at = text.lastIndexOf('✖ failing tests:');
-      const failures = at >= 0 ? text.slice(at).split('\n').slice(0, 60).join('\n') : problem ? text.split('\n').slice(-40).join('\n') : '';
+      let failures = at >= 0 ? text.slice(at).split('\n').slice(0, 60).join('\n') : problem ? text.split('\n').slice(-40).join('\n') : '';
+      // A file that fails with every test passed ("test at <file>:1:1 … 'test failed'") died of an error thrown
+      // after its tests, which the runner prints once, far above: repeat it here, where CI's excerpt shows it.
+      const late = text.split('\n').filter((l) => /^ℹ Error: |generated asynchronous activity|uncaughtException|unhandledRejection/.test(l));
+      if (late.length > 0) failures += `\nerrors thrown outside a test:\n${late.slice(0, 10).join('\n')}`;
       resolve({ file, seconds, pass, fail: fail + cancelled + (problem && fail + cancelled === 0 ? 1 : 0), skipped: skipped + todo, failures });
     });
   });
