@@ -154,7 +154,15 @@ export async function inspectNode(db: Queryable, taskGraphId: string, taskIdOrLa
 }
 
 /** The graph row with the snapshot it was read in (`cursor`: where the changes feed continues). */
-export type GraphSnapshotRow = GraphRow & { cursor: string };
+/** The graph row as the explorer's reads give it: with their snapshot as a cursor, and how many amends it had. */
+export type GraphSnapshotRow = GraphRow & { cursor: string; amends: number };
+
+/**
+ * The number of the graph's last amend (0 before any): a page that drew the graph reloads it when this grows, as an
+ * amend changes nodes already shown even when it adds none (a patch, a rerun of what was drawn). One probe of
+ * graph_amends' primary key; every amend also touches the graph row, so a waiting changes request wakes for it.
+ */
+const AMENDS_COLUMN = '(SELECT coalesce(max(a.seq), 0) FROM graph_amends a WHERE a.task_graph_id = g.task_graph_id)::int AS amends';
 
 /** A graph's nodes as the compact answer's pieces, each already in its JSON form (see readNodes). */
 export interface EncodedNodes {
@@ -258,7 +266,7 @@ export async function readNodes(pool: pg.Pool, taskGraphId: string, fromIdx: num
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     const { rows: graphs } = await client.query<GraphSnapshotRow>(
-      'SELECT *, pg_current_snapshot()::text AS cursor FROM task_graphs WHERE task_graph_id = $1',
+      `SELECT g.*, pg_current_snapshot()::text AS cursor, ${AMENDS_COLUMN} FROM task_graphs g WHERE g.task_graph_id = $1`,
       [taskGraphId],
     );
     const graph = graphs[0];
@@ -281,7 +289,7 @@ export async function readNodes(pool: pg.Pool, taskGraphId: string, fromIdx: num
  * (tasks of other groups) are found through graph_nodes_external.
  */
 const CHANGES_SQL = `
-  SELECT g.*, pg_current_snapshot()::text AS cursor,
+  SELECT g.*, pg_current_snapshot()::text AS cursor, ${AMENDS_COLUMN},
          (g.change_xid IS NOT NULL AND NOT pg_visible_in_snapshot(g.change_xid, $2::pg_snapshot)) AS graph_changed,
          (SELECT coalesce(json_agg(c), '[]') FROM (
             SELECT t.task_id, ${TASK_STATE_COLUMNS} FROM tasks t
@@ -295,7 +303,7 @@ const CHANGES_SQL = `
   FROM task_graphs g WHERE g.task_graph_id = $1`;
 
 /** Without `since`: the graph and the current cursor only. */
-const CURRENT_SQL = `SELECT g.*, pg_current_snapshot()::text AS cursor, false AS graph_changed, '[]'::json AS changes
+const CURRENT_SQL = `SELECT g.*, pg_current_snapshot()::text AS cursor, ${AMENDS_COLUMN}, false AS graph_changed, '[]'::json AS changes
   FROM task_graphs g WHERE g.task_graph_id = $1`;
 
 export type ChangesRow = GraphSnapshotRow & { graph_changed: boolean; changes: TaskStateRow[] };

@@ -18,6 +18,7 @@ interface Changes {
   timeBase: number;
   blockedBy: string[];
   graphChanged: boolean;
+  amends: number;
   changes: { taskIds: string; states: string; runs: number[]; started: (number | null)[]; resolved: (number | null)[] };
 }
 
@@ -221,6 +222,32 @@ test('changes: graph state, blocking tasks and extensions show in the answer', a
   for (let i = 0; i < 5 && canceled.status.state !== 'canceled'; i++) canceled = await changes(taskGraphId, canceled.cursor, 5);
   assert.equal(canceled.status.state, 'canceled');
   assert.equal(canceled.graphChanged, true);
+});
+
+test('changes: an amend that adds no node (a priority patch) wakes a waiting request, which says the amend\'s number; the nodes answer says it too', async () => {
+  const { taskGraphId } = await submit(manualGraph({ first: {}, second: { requires: ['first'] } }, `notice-${slugid.nice().slice(0, 10)}`));
+  const start = await changes(taskGraphId);
+  assert.equal(start.amends, 0);
+  assert.equal((await stack.root.request<{ amends: number }>('scheduler', 'GET', `/task-graph/${taskGraphId}/nodes`)).amends, 0);
+  // a page following the graph waits on its cursor while another client amends
+  const asked = Date.now();
+  const waiting = changes(taskGraphId, start.cursor, 60);
+  await new Promise((r) => setTimeout(r, 300));
+  const file = await stack.root.request<{ tasks: Record<string, { task: Record<string, unknown> }> }>('scheduler', 'GET', `/task-graph/${taskGraphId}/file`);
+  file.tasks.second.task.priority = 'high';
+  const amended = await stack.root.request<{ classification: { metadata: string[] } }>('scheduler', 'PUT', `/task-graph/${taskGraphId}/amend`, { tasks: file.tasks });
+  assert.deepEqual(amended.classification.metadata, ['second']);
+  // follow the feed as the page does (the graph's own start may be the first change): 60 s is each request's own wait,
+  // so reaching the amend well before it means the amend woke the feed (no task changes state here)
+  let woken = await waiting;
+  while (woken.amends === 0 && Date.now() - asked < 30_000) woken = await changes(taskGraphId, woken.cursor, 60);
+  assert.ok(Date.now() - asked < 30_000, `the feed said the amend after ${Date.now() - asked} ms`);
+  assert.equal(woken.graphChanged, true);
+  assert.equal(woken.amends, 1);
+  assert.equal(woken.nodeCount, 2, 'no node was added');
+  const nodes = await stack.root.request<{ amends: number; labels: string[]; amend: string }>('scheduler', 'GET', `/task-graph/${taskGraphId}/nodes`);
+  assert.equal(nodes.amends, 1);
+  assert.equal(nodes.amend[nodes.labels.indexOf('second')], 'm', 'what the page reloads for: the patched mark');
 });
 
 test('changes: an external task (another group the graph depends on) is followed too', async () => {

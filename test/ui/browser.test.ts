@@ -443,6 +443,24 @@ test('Amend from the page: the graph\'s file in the editor, a command edited, th
   await page.close();
 });
 
+test('an amend by another client shows on an open page without a reload, even one that adds no node (a priority patch)', async () => {
+  const { taskGraphId } = await submit({ first: {}, second: { requires: ['first'] } }, 'nobody');
+  const page = await newPage();
+  await openGraph(page, taskGraphId);
+  await page.waitForSelector('.table-body .row[data-label=second]');
+  assert.equal(await page.$('select[name=amend-filter]'), null, 'never amended: no amend filter');
+  // a page-level flag the page's own reload would lose: the marks must arrive through the live feed
+  await page.evaluate('window.notReloaded = true');
+  const file = await stack.root.request<{ tasks: Record<string, { task: Record<string, unknown> }> }>('scheduler', 'GET', `/task-graph/${taskGraphId}/file`);
+  file.tasks.second.task.priority = 'high';
+  await stack.root.request('scheduler', 'PUT', `/task-graph/${taskGraphId}/amend`, { tasks: file.tasks });
+  await page.waitForSelector('.table-body .row[data-label=second][data-amend=metadata]', { timeout: 30_000 });
+  assert.equal(await page.getAttribute('.table-body .row[data-label=first]', 'data-amend'), null, 'first was not touched');
+  assert.equal(await page.evaluate('window.notReloaded'), true, 'the page itself did not reload');
+  assert.notEqual(await page.$('select[name=amend-filter]'), null, 'the amend filter appears');
+  await page.close();
+});
+
 test('Amend on a graph stored before its nodes\' files were kept asks for an upload instead of showing a partial file', async () => {
   const { taskGraphId } = await submit({ early: {}, later: { requires: ['early'] } }, 'nobody');
   await stack.api.db.pool.query("UPDATE graph_nodes SET source = NULL WHERE task_graph_id = $1 AND label = 'early'", [taskGraphId]);

@@ -46,6 +46,7 @@ export function graphHeader(row: GraphSnapshotRow) {
     blockedBy: row.blocked_by,
     stateReason: row.state_reason ?? '',
     timeBase: row.created.getTime(),
+    amends: row.amends,
   };
 }
 
@@ -58,6 +59,10 @@ export const graphHeaderSchema: Record<string, JsonSchema> = {
   blockedBy: { type: 'array', items: { type: 'string' } },
   stateReason: { type: 'string', description: "who ended the graph and why (canceled, terminated), '' otherwise" },
   timeBase: { type: 'integer', description: 'the graph creation time, ms since the epoch' },
+  amends: {
+    type: 'integer',
+    description: 'the number of the last amend applied to the graph, 0 before any: when it grows, nodes already read may have changed (read the nodes again)',
+  },
 };
 
 const nodesOutput: JsonSchema = {

@@ -11,12 +11,14 @@ export interface GraphHeader {
   /** who ended the graph and why (canceled, terminated), '' otherwise */
   stateReason: string;
   timeBase: number;
+  /** the number of the graph's last amend, 0 before any */
+  amends: number;
 }
 
 /** The header fields of a nodes or changes answer, without the rest of the answer (one list, kept by both readers). */
 export function graphHeaderOf(answer: GraphHeader): GraphHeader {
-  const { status, name, cursor, taskCount, nodeCount, blockedBy, stateReason, timeBase } = answer;
-  return { status, name, cursor, taskCount, nodeCount, blockedBy, stateReason, timeBase };
+  const { status, name, cursor, taskCount, nodeCount, blockedBy, stateReason, timeBase, amends } = answer;
+  return { status, name, cursor, taskCount, nodeCount, blockedBy, stateReason, timeBase, amends };
 }
 
 export interface GraphData {

@@ -8,8 +8,6 @@ import { GraphRenderer } from './renderer';
 import { AMEND_BITS, AMEND_SHIFT, FLAG_BLOCKING, FLAG_CACHED, FLAG_DIM, FLAG_HELD_BACK, FLAG_SELECTED } from './flags';
 import { AMEND_MARKS, amendCode, SUPERSEDED } from './amendMarks';
 
-/** Marks of nodes an amend made: seeing one among an extension's new nodes means the graph was amended, not extended. */
-const NEW_BY_AMEND = new Set(['c', 'a', 'd'].map(amendCode));
 const DEPENDENT = amendCode('d');
 /**
  * A reload the page did not ask for (a dependent resolved, which early cutoff may have kept) waits at least this long
@@ -69,6 +67,8 @@ export class GraphStore {
   /** The whole graph is fetched again before the next changes: an amend changed nodes already shown. */
   private reloadWanted: 'now' | 'soon' | undefined;
   private lastReload = { at: 0, ms: 0 };
+  /** The amend the nodes drawn reflect (the last whole load's `amends`): a larger one in the feed means a reload. */
+  private amendsDrawn = 0;
   /** Aborts the long-poll in flight, so a reload the page asked for does not wait for its answer. */
   private pollAbort: AbortController | undefined;
 
@@ -277,6 +277,7 @@ export class GraphStore {
       data.cached.set(old.cached.subarray(0, data.newFrom));
     } else {
       this.header = data.header;
+      this.amendsDrawn = data.header.amends;
       this.metrics.dataMs = data.timings.fetchMs;
       this.metrics.parseMs = data.timings.parseMs;
       this.metrics.layoutMs = data.timings.layoutMs;
@@ -292,8 +293,6 @@ export class GraphStore {
       flags[i] = (f & ~AMEND_BITS) | (data.amend[i] << AMEND_SHIFT);
     }
     this.flags = flags;
-    // an extension whose new nodes an amend made: the nodes shown before changed too (replaced, patched)
-    if (old && data.newFrom > 0 && data.amend.subarray(data.newFrom).some((code) => NEW_BY_AMEND.has(code))) this.reloadWanted = 'now';
     this.recount();
     this.updateMarkers();
     this.updateDim();
@@ -395,6 +394,12 @@ export class GraphStore {
         this.abort.signal.removeEventListener('abort', stop);
       }
       this.applyChanges(answer);
+      // amended since the nodes were drawn, by this page or another client: even an amend that adds no node changes
+      // nodes shown (a patch, a rerun, a cutoff), which only the nodes answer says
+      if (answer.amends > this.amendsDrawn) {
+        this.reloadWanted = 'now';
+        continue;
+      }
       if (answer.nodeCount > this.n) {
         // Extended: fetch the new nodes and lay out again before reading more changes, so states never go back.
         await new Promise<void>((resolve) => {
