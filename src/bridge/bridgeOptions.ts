@@ -13,7 +13,7 @@ export interface BridgeOptions {
    * `bridgeQueueName(config)`, so two deployments on one vhost never take each other's messages.
    */
   queueName?: string;
-  /** Flush a graph's batch after this long (ms) or at maxBatch messages, whichever comes first (src/bridge/flushSpacing.ts). */
+  /** Flush a graph's batch after this long (ms) or at maxBatch messages, whichever comes first (src/graphSignals/flushSpacing.ts). */
   flushMs?: number;
   /**
    * Under load, at least this long (ms) between the starts of two flushes: a resolution arriving within it
