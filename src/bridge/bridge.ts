@@ -21,14 +21,15 @@ export type { BridgeOptions, BridgeStats } from './bridgeOptions.js';
 type Pending = ParsedMessage & { msg: BusMessage };
 
 /**
- * AMQP → Temporal: consumes resolution (and dependent-task-defined) messages, batches them per graph, and signals
- * each graph's workflow once per flush. What a graph hears is the queue's stored state, not the message's
- * word: each resolution is checked against its task's row (latest run and its state) and dropped if the row
+ * AMQP → Temporal: consumes dependent-task-defined notices (and resolution messages an earlier bridge's binding
+ * queued: graphs hear resolutions from the relay's graph-signal lane, src/relay/graphSignalLane.ts), batches them per
+ * graph, and signals each graph's workflow once per flush. What a graph hears is the queue's stored state, not the
+ * message's word: each resolution is checked against its task's row (latest run and its state) and dropped if the row
  * disagrees, so a message forged on the exchanges cannot resolve a task. A message is acked once every graph
  * it concerns accepted its signal (or has ended); only the messages of a graph whose signal failed are
  * requeued, after a backoff that grows with that graph's failures, so one graph cannot hold up the others.
  * The parts: messages.ts (parsing), consumer.ts + bridgeQueue.ts (RabbitMQ), flushPlan.ts (who hears what),
- * signalBackoff.ts (failures), flushSpacing.ts (when), graphSignals.ts (Temporal); the SQL beside its tables (latestRuns in
+ * signalBackoff.ts (failures), flushSpacing.ts (when), graphSignals.ts (Temporal), those four in src/graphSignals/; the SQL beside its tables (latestRuns in
  * src/queue/latestRuns.ts, graphsHearing and tasksJoiningGroups in src/scheduler/graphStore.ts).
  */
 export async function startBridge(options: BridgeOptions): Promise<{ stop(): Promise<void>; stats: BridgeStats }> {

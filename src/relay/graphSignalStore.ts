@@ -54,9 +54,18 @@ const READ_LEFT = `SELECT task_graph_id, message_id, origin, resolution, ${RECOR
 /** Deletes the rows ($1[i], $2[i]): their graph accepted its signal, or its workflow has ended. */
 const DELETE_SIGNALLED = `DELETE FROM graph_signals WHERE (task_graph_id, message_id) IN (SELECT * FROM unnest($1::text[], $2::text[]))`;
 
+/**
+ * A row as read back, its resolution with the keys in the order the bridge's (src/queue/latestRuns.ts runResolution)
+ * has them: jsonb keeps keys shortest first, and a signal's payload in a workflow's history is read by people and tools.
+ */
+export function signalRow(row: GraphSignalRow): GraphSignalRow {
+  const { taskId, runId, state, reasonResolved } = row.resolution;
+  return { ...row, resolution: { taskId, runId, state, ...(reasonResolved ? { reasonResolved } : {}) } };
+}
+
 /** The rows a relay left behind (its signals were never sent, or never accepted): at most LEFT_BATCH. */
 export async function readLeftSignals(db: Queryable): Promise<GraphSignalRow[]> {
-  return (await db.query<GraphSignalRow>(prepared(READ_LEFT, []))).rows;
+  return (await db.query<GraphSignalRow>(prepared(READ_LEFT, []))).rows.map(signalRow);
 }
 
 /** Deletes signalled rows. */

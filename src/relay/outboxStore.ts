@@ -4,7 +4,7 @@ import type { QueueExchange } from '../exchanges/exchanges.js';
 import { OUTBOX_CHANNEL } from '../exchanges/outbox.js';
 import type { OutboxReadPlan } from './outboxCursor.js';
 import { taskAsDefinedSql } from '../queue/taskRow.js';
-import { RECORD_SIGNALS_SQL, type GraphSignalRow } from './graphSignalStore.js';
+import { RECORD_SIGNALS_SQL, signalRow, type GraphSignalRow } from './graphSignalStore.js';
 
 /**
  * The relay's statements on the outbox (migration 001), its deferred lane (outbox_deferred, migration 021) and its
@@ -134,7 +134,7 @@ export async function readOutbox(db: Queryable, plan: OutboxReadPlan, lane = fal
     plan.full ? prepared(READS.full[i], []) : prepared(READS.cursor[i], [plan.after, plan.upTo, plan.gapLo, plan.gapHi]),
   );
   const endedAt = performance.now();
-  const heard = rows.flatMap((r) => (r.heard ? [r.heard] : []));
+  const heard = rows.flatMap((r) => (r.heard ? [signalRow(r.heard)] : []));
   const header = rows.find((r) => r.id === null && !r.heard);
   if (!header) throw new Error('outbox read: no snapshot row');
   const byId = (a: OutboxRow, b: OutboxRow) => a.id - b.id;
