@@ -55,10 +55,11 @@ export async function startRelay(options: {
   log?: (line: string) => void;
   connectionName?: string;
   /**
-   * Temporal, for the graph-signal lane: every composition root that runs graphs passes it (without it the relay only
-   * publishes, and graphs hear resolutions only from their 60 s reconciliation).
+   * Temporal, for the graph-signal lane: every composition root passes it. Undefined: the relay only publishes (tests of
+   * the publish alone), and graphs would hear resolutions only from their 60 s reconciliation; the option is required
+   * so that no caller leaves it out by accident.
    */
-  temporal?: () => Promise<Client>;
+  temporal: (() => Promise<Client>) | undefined;
 }) {
   const { config } = options;
   const log = options.log ?? ((line: string) => console.log(`relay: ${line}`));
