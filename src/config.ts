@@ -211,7 +211,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxConcurrentGraphNodes: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_NODES', 4),
     maxConcurrentGraphReads: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_READS', 4),
     stallAfterMs: intFromEnv(env, 'TGS_STALL_AFTER_MS', 600_000),
-    // A resolution reaches its graph through the relay, RabbitMQ, the bridge's flush and a workflow task: p99 of that
+    // A resolution reaches its graph through the relay's read, its graph-signal lane and a workflow task: p99 of that
     // hop is well under a second even under the bench's load, so 10 s is no ordinary transition.
     inconsistentAfterMs: intFromEnv(env, 'TGS_INCONSISTENT_AFTER_MS', 10_000),
     maxConcurrentGraphSubmits: intFromEnv(env, 'TGS_MAX_CONCURRENT_GRAPH_SUBMITS', 4),

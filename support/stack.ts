@@ -81,10 +81,12 @@ export async function startStack(
     ...options.configOverrides,
   }, { postgresUrl: options.postgresUrl, ...(options.log ? { log: (line: string) => options.log?.(`api: ${line}`) } : {}) });
   const config = api.config;
-  const relay =
-    options.inProcessRelay === false ? undefined : await startRelay({ config, log: options.log ? (line) => options.log?.(`relay: ${line}`) : () => undefined });
   const connection = await Connection.connect({ address: temporal.address });
   const client = new Client({ connection });
+  const relay =
+    options.inProcessRelay === false
+      ? undefined
+      : await startRelay({ config, log: options.log ? (line) => options.log?.(`relay: ${line}`) : () => undefined, temporal: async () => client });
   const bridge = options.inProcessBridge === false ? undefined : await startBridge({ config, pool: api.db.pool, temporal: async () => client, log: options.log ?? (() => undefined) });
   let worker: { worker: Worker; running: Promise<void>; connection: NativeConnection } | undefined;
   const startWorker = async () => {

@@ -19,8 +19,10 @@ async function chain(stack: BenchStack, sizes: Sizes) {
   // processes recorded (the relay's publish, Temporal's signal, the run's `scheduled`)
   const claimedWall = new Map<string, number>();
   const reportedWall = new Map<string, number>();
-  // A second consumer of task-completed beside the bridge, on a classic queue of its own: when the relay published
-  // each message (its timestamp_in_ms header) and when RabbitMQ delivered it, to split report → signal further.
+  // A consumer of task-completed, on a classic queue of its own: when the relay published each message (its
+  // timestamp_in_ms header) and when RabbitMQ delivered it, to split report → signal further. Since the relay's
+  // graph-signal lane signals the graph beside the publish, a signal may come before the delivery (delivered →
+  // signal below 0).
   const publishedWall = new Map<string, number>();
   const deliveredWall = new Map<string, number>();
   const observer = await connectBus(stack.config.amqpUrl, { connectionName: 'bench-hop-observer' });
@@ -57,7 +59,7 @@ async function chain(stack: BenchStack, sizes: Sizes) {
   for (let i = 1; i < labels.length; i++) {
     hops.push((claimedWall.get(ids.get(labels[i]) as string) as number) - (reportedWall.get(ids.get(labels[i - 1]) as string) as number));
   }
-  // Where a hop's time goes: report → signal recorded (outbox, relay, RabbitMQ, bridge) and
+  // Where a hop's time goes: report → signal recorded (outbox, the relay's read and its graph-signal lane) and
   // signal → next claimed (workflow task, dispatch local activity, NOTIFY, claim).
   const signaledAt = await resolutionSignalTimes(stack, id);
   // when the dispatch activity made each task pending (its run's `scheduled`, written in that transaction)

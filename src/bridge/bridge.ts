@@ -5,11 +5,11 @@ import { OutageLog } from '../outageLog.js';
 import { latestRuns } from '../queue/latestRuns.js';
 import { graphsHearing, tasksJoiningGroups } from '../scheduler/graphStore.js';
 import { startBridgeConsumer } from './consumer.js';
-import { signalResolutions, signalTasksDefined } from './graphSignals.js';
-import { FlushSpacing } from './flushSpacing.js';
-import { confirmByStoredState, definedSignals, resolutionSignals } from './flushPlan.js';
+import { signalResolutions, signalTasksDefined } from '../graphSignals/graphSignals.js';
+import { FlushSpacing } from '../graphSignals/flushSpacing.js';
+import { confirmByStoredState, definedSignals, resolutionSignals } from '../graphSignals/flushPlan.js';
 import { bridgeQueueName, parseDelivery, type ParsedMessage } from './messages.js';
-import { SignalBackoff, type SignalOutcome } from './signalBackoff.js';
+import { SignalBackoff, type SignalOutcome } from '../graphSignals/signalBackoff.js';
 import type { BridgeOptions, BridgeStats } from './bridgeOptions.js';
 import { everyMinute } from '../everyMinute.js';
 import { deploymentIdOf } from '../db/deployment.js';
@@ -21,14 +21,15 @@ export type { BridgeOptions, BridgeStats } from './bridgeOptions.js';
 type Pending = ParsedMessage & { msg: BusMessage };
 
 /**
- * AMQP → Temporal: consumes resolution (and dependent-task-defined) messages, batches them per graph, and signals
- * each graph's workflow once per flush. What a graph hears is the queue's stored state, not the message's
- * word: each resolution is checked against its task's row (latest run and its state) and dropped if the row
+ * AMQP → Temporal: consumes dependent-task-defined notices (and resolution messages an earlier bridge's binding
+ * queued: graphs hear resolutions from the relay's graph-signal lane, src/relay/graphSignalLane.ts), batches them per
+ * graph, and signals each graph's workflow once per flush. What a graph hears is the queue's stored state, not the
+ * message's word: each resolution is checked against its task's row (latest run and its state) and dropped if the row
  * disagrees, so a message forged on the exchanges cannot resolve a task. A message is acked once every graph
  * it concerns accepted its signal (or has ended); only the messages of a graph whose signal failed are
  * requeued, after a backoff that grows with that graph's failures, so one graph cannot hold up the others.
  * The parts: messages.ts (parsing), consumer.ts + bridgeQueue.ts (RabbitMQ), flushPlan.ts (who hears what),
- * signalBackoff.ts (failures), flushSpacing.ts (when), graphSignals.ts (Temporal); the SQL beside its tables (latestRuns in
+ * signalBackoff.ts (failures), flushSpacing.ts (when), graphSignals.ts (Temporal), those four in src/graphSignals/; the SQL beside its tables (latestRuns in
  * src/queue/latestRuns.ts, graphsHearing and tasksJoiningGroups in src/scheduler/graphStore.ts).
  */
 export async function startBridge(options: BridgeOptions): Promise<{ stop(): Promise<void>; stats: BridgeStats }> {
@@ -89,8 +90,11 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
     }
   };
 
-  /** Reads what the flush needs from Postgres (acking the resolutions it refuses) and sends each graph its signal. */
-  const signal = async (client: Client, items: Pending[], ch: BusChannel): Promise<Promise<SignalOutcome<Pending>>[]> => {
+  /**
+   * Reads what the flush needs from Postgres (acking the resolutions it refuses, which are added to `refused`) and sends
+   * each graph its signal.
+   */
+  const signal = async (client: Client, items: Pending[], ch: BusChannel, refused: Set<Pending>): Promise<Promise<SignalOutcome<Pending>>[]> => {
     const sends: (() => Promise<SignalOutcome<Pending>>)[] = [];
     const resolutions = items.filter((p) => p.kind === 'resolution');
     const defined = items.filter((p) => p.kind === 'defined');
@@ -105,7 +109,9 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
       stats.overtaken += checked.overtaken.length;
       for (const p of checked.unknown) warnUnknown(p.taskId);
       for (const p of checked.disagreed) noteDisagreed(p.taskId);
-      settle(ch, [...checked.unknown, ...checked.overtaken, ...checked.disagreed]);
+      const refusedNow = [...checked.unknown, ...checked.overtaken, ...checked.disagreed];
+      settle(ch, refusedNow);
+      for (const p of refusedNow) refused.add(p);
       // Every graph that has the task as a node hears it: its own graph and graphs depending on it.
       const confirmedIds = new Set(checked.confirmed.map((c) => c.msg.taskId));
       const hearing = hearingAll.filter((h) => confirmedIds.has(h.task_id));
@@ -130,8 +136,9 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
 
   const flush = async (items: Pending[], ch: BusChannel) => {
     let sent: Promise<SignalOutcome<Pending>>[];
+    const refused = new Set<Pending>();
     try {
-      sent = await signal(await options.temporal(), items, ch);
+      sent = await signal(await options.temporal(), items, ch, refused);
       backoff.flushSucceeded();
       flushOutage.recovered();
     } catch (err) {
@@ -140,7 +147,8 @@ export async function startBridge(options: BridgeOptions): Promise<{ stop(): Pro
       requeueLater(ch, items, backoff.flushFailed());
       return;
     }
-    const outcome = backoff.settle(items, await Promise.all(sent));
+    // the refused resolutions are acked already: a second ack of a delivery closes the channel (PRECONDITION_FAILED)
+    const outcome = backoff.settle(items.filter((p) => !refused.has(p)), await Promise.all(sent));
     stats.failedSignals += outcome.failedSignals;
     for (const { key, failures } of outcome.recovered) log(`bridge: task-graph/${key} accepts signals again after ${failures} failure(s)`, { taskGraphId: key });
     for (const { key, error } of outcome.startedFailing) {

@@ -13,7 +13,7 @@ export interface BridgeOptions {
    * `bridgeQueueName(config)`, so two deployments on one vhost never take each other's messages.
    */
   queueName?: string;
-  /** Flush a graph's batch after this long (ms) or at maxBatch messages, whichever comes first (src/bridge/flushSpacing.ts). */
+  /** Flush a graph's batch after this long (ms) or at maxBatch messages, whichever comes first (src/graphSignals/flushSpacing.ts). */
   flushMs?: number;
   /**
    * Under load, at least this long (ms) between the starts of two flushes: a resolution arriving within it
@@ -39,6 +39,8 @@ export interface BridgeStats {
   requeued: number;
   /** signals Temporal refused (their graph's messages are requeued with backoff) */
   failedSignals: number;
+  // The next three count resolution messages, which reach the queue only from a binding an earlier bridge made (queued
+  // before an upgrade) or published straight into it: graphs hear resolutions from the relay (src/relay/graphSignalLane.ts).
   /** resolutions of a run a later run of the task has overtaken (a rerun was quicker than the message): ignored */
   overtaken: number;
   /** resolutions the task's stored run contradicts (its run, or an older one, in another state: forged): ignored */

@@ -9,7 +9,7 @@ import { bridgeBindings } from './messages.js';
  * test/contract/exchange.test.ts). RabbitMQ 3.x counts every return: the bridge's own requeue of a failing graph's
  * messages, and the unacked messages (up to the prefetch, 2,000) that a lost connection gives back (a node
  * failover, a bridge restart or crash). A graph whose signal keeps failing has its messages requeued after 250 ms
- * doubling to 30 s (src/bridge/signalBackoff.ts): 8 returns take ~1 min and each after that 30 s, so 51 returns
+ * doubling to 30 s (src/graphSignals/signalBackoff.ts): 8 returns take ~1 min and each after that 30 s, so 51 returns
  * are ~22 minutes of that graph refusing signals, long past a Temporal restart or a history-service failover, with
  * room for a few dozen lost connections besides. A whole flush failing (Postgres or the Temporal connection down)
  * requeues after at most 10 s: its messages are dead-lettered after ~8 minutes of that outage. A message that
@@ -118,17 +118,21 @@ export async function declareBridgeQueue(ch: BusChannel, config: Config, queueNa
     if (replyCode(err) === 406) throw new BridgeQueueMismatchError(queueMismatchAdvice(queueName, config.bridgeQueueType, (err as Error).message));
     throw err;
   }
-  const bound = [
-    ...(['task-completed', 'task-failed', 'task-exception'] as const).map((ex) => queueExchangeName(config.exchangePrefix, ex)),
-    tgsExchangeName(config.exchangePrefix, 'dependent-task-defined'),
-  ];
-  for (const name of bound) {
+  // Resolutions reach graphs from Postgres, through the relay's graph-signal lane (src/relay/graphSignalLane.ts): the
+  // queue is bound to the dependent-task-defined notices alone.
+  const dependentDefined = tgsExchangeName(config.exchangePrefix, 'dependent-task-defined');
+  await ch.assertExchange(dependentDefined, 'topic', { durable: true });
+  for (const pattern of bridgeBindings(config)) await ch.bindQueue(queueName, dependentDefined, pattern);
+  // Bindings earlier bridges made and this one does not want: every task-defined message (before the
+  // dependent-task-defined notice), and the resolution exchanges (before the lane). A kept binding would still route
+  // those messages through this queue. What such bindings queued before an upgrade is still served (src/bridge/bridge.ts).
+  // Unbinding what is not bound is a no-op.
+  for (const exchange of UNBOUND_EXCHANGES) {
+    const name = queueExchangeName(config.exchangePrefix, exchange);
     await ch.assertExchange(name, 'topic', { durable: true });
-    for (const pattern of bridgeBindings(config)) await ch.bindQueue(queueName, name, pattern);
+    for (const pattern of bridgeBindings(config)) await ch.unbindQueue(queueName, name, pattern);
   }
-  // Bridges before the dependent-task-defined notice bound every task-defined message; a kept binding would
-  // still route a submitted graph's every task through this queue. Unbinding what is not bound is a no-op.
-  const defined = queueExchangeName(config.exchangePrefix, 'task-defined');
-  await ch.assertExchange(defined, 'topic', { durable: true });
-  for (const pattern of bridgeBindings(config)) await ch.unbindQueue(queueName, defined, pattern);
 }
+
+/** The queue exchanges an earlier bridge bound its queue to and this one unbinds. */
+export const UNBOUND_EXCHANGES = ['task-defined', 'task-completed', 'task-failed', 'task-exception'] as const;

@@ -58,6 +58,18 @@ export const bridgeLag = new client.Histogram({
   registers: [registry],
 });
 
+export const graphSignalLag = new client.Histogram({
+  name: 'tgs_graph_signal_lag_seconds',
+  help: "Graph-signal lane: the relay's read recording a resolution for a graph → that graph's signal accepted by Temporal",
+  buckets: LATENCY_BUCKETS,
+  registers: [registry],
+});
+
+/** The relay's graph-signal lane had a signal accepted for a resolution it recorded at `recordedAtMs` (epoch ms). */
+export function observeGraphSignalLag(recordedAtMs: number, now = Date.now()): void {
+  if (recordedAtMs > 0) graphSignalLag.observe(Math.max(0, now - recordedAtMs) / 1000);
+}
+
 export const reportsPerStatement = new client.Histogram({
   name: 'tgs_reports_per_statement',
   help: 'Single reports (reportCompleted/Failed/Exception) resolved by one statement: more than one when reports arrive while one is in flight',
@@ -228,7 +240,7 @@ function statsCounter<S extends object>(name: string, help: string, sources: Set
   });
 }
 
-interface RelayStatsView { published: number; reconnects: number; active: boolean; deadLettered: number }
+interface RelayStatsView { published: number; reconnects: number; active: boolean; deadLettered: number; signals?: number; failedSignals?: number; signalsWaiting?: number }
 interface HookListenerStatsView { messages: number; created: number; requeued: number }
 interface BridgeStatsView { received: number; signals: number; resolutionsForwarded: number; dropped: number; requeued: number; deadLettered?: number }
 const relays = new Set<RelayStatsView>();
@@ -239,6 +251,9 @@ const hookListeners = new Set<HookListenerStatsView>();
 statsCounter('tgs_relay_published_messages_total', 'Messages the relay published and RabbitMQ confirmed', relays, (s) => s.published);
 statsCounter('tgs_relay_reconnects_total', 'Failed RabbitMQ connection attempts of the relay', relays, (s) => s.reconnects);
 statsCounter('tgs_relay_dead_lettered_messages_total', 'Outbox rows the relay moved to outbox_dead_letters because their message can never be published', relays, (s) => s.deadLettered);
+statsCounter('tgs_relay_graph_signals_total', "Signals the relay's graph-signal lane had accepted by graph workflows (or found ended)", relays, (s) => s.signals ?? 0);
+statsCounter('tgs_relay_graph_signal_failures_total', "Signals of the relay's graph-signal lane that Temporal refused (that graph's resolutions are sent again with backoff)", relays, (s) => s.failedSignals ?? 0);
+statsCounter('tgs_relay_graph_signals_waiting', 'Resolutions the active relay recorded for graphs and has not had accepted yet', relays, (s) => s.signalsWaiting ?? 0);
 statsCounter('tgs_relay_active', '1 when this process holds the relay lock and publishes (one relay at a time)', relays, (s) => (s.active ? 1 : 0));
 statsCounter('tgs_bridge_received_messages_total', 'Messages the bridge received', bridges, (s) => s.received);
 statsCounter('tgs_bridge_signals_total', 'Signals the bridge sent to graph workflows', bridges, (s) => s.signals);

@@ -11,7 +11,8 @@ export interface LatestRun {
 }
 
 /**
- * The latest run of each of these tasks that exists, in one statement: the bridge checks a resolution message
+ * The latest run of each of these tasks that exists, in one statement: the bridge checks a resolution message (one an
+ * earlier binding queued; the relay's graph-signal lane checks the same in SQL, src/relay/graphSignalStore.ts)
  * against it (so a forged or stale message never reaches a graph), the scheduler's activities report the resolved
  * ones back to a graph and rerun only a run the workflow saw resolve.
  * - `resolved`: only tasks whose latest run is resolved (a reconcile asks about many tasks, most of them unresolved);

@@ -4,6 +4,7 @@ import type { QueueExchange } from '../exchanges/exchanges.js';
 import { OUTBOX_CHANNEL } from '../exchanges/outbox.js';
 import type { OutboxReadPlan } from './outboxCursor.js';
 import { taskAsDefinedSql } from '../queue/taskRow.js';
+import { RECORD_SIGNALS_SQL, signalRow, type GraphSignalRow } from './graphSignalStore.js';
 
 /**
  * The relay's statements on the outbox (migration 001), its deferred lane (outbox_deferred, migration 021) and its
@@ -47,7 +48,7 @@ const READ_HEADER = `SELECT NULL::bigint AS id, NULL::text AS message_id, NULL::
          pg_snapshot_xmin(s)::text AS xmin,
          (pg_snapshot_xmax(s)::text::bigint + age(pg_snapshot_xmax(s)::xid))::text AS next_xid,
          (SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM outbox_id_seq) AS last_taken,
-         NULL::boolean AS deferred
+         NULL::boolean AS deferred, NULL::jsonb AS heard
     FROM pg_current_snapshot() AS s`;
 
 /**
@@ -56,30 +57,40 @@ const READ_HEADER = `SELECT NULL::bigint AS id, NULL::text AS message_id, NULL::
  * other message of the task could be written (nothing else can name the task until its graph's transaction has
  * committed), so a read that sees a later message of a task sees its deferred one too, and the relay publishes it
  * first. The task is `status.taskId` of a message as written, `row.task_id` of a row written for rendering.
+ * With `lane`, the same statement records the graph signals of the resolutions read (src/relay/graphSignalStore.ts)
+ * and returns the rows it recorded (`heard`): a read that records rows commits them before the relay publishes or
+ * signals anything, and one that records none writes nothing (no xid, no WAL flush). The recording's xid, taken
+ * during the statement after its snapshot, can be what age() counts from in the header's next_xid: it is still
+ * above every xid taken before the snapshot, which is all the cursor needs of next_xid (src/relay/outboxCursor.ts 3).
  */
-const readAnswer = (rows: string) => `WITH r AS MATERIALIZED (${rows})
+const readAnswer = (rows: string, lane: boolean) => `WITH r AS MATERIALIZED (${rows})${lane ? `,
+  heard AS (${RECORD_SIGNALS_SQL})` : ''}
   ${READ_HEADER}
-  UNION ALL SELECT ${OUTBOX_COLUMNS}, NULL, NULL, NULL, false FROM r
-  UNION ALL SELECT ${DEFERRED_COLUMNS}, NULL, NULL, NULL, true FROM outbox_deferred
-    WHERE task_id IN (SELECT COALESCE(r.payload->'row'->>'task_id', r.payload->'status'->>'taskId') FROM r)`;
+  UNION ALL SELECT ${OUTBOX_COLUMNS}, NULL, NULL, NULL, false, NULL FROM r
+  UNION ALL SELECT ${DEFERRED_COLUMNS}, NULL, NULL, NULL, true, NULL FROM outbox_deferred
+    WHERE task_id IN (SELECT COALESCE(r.payload->'row'->>'task_id', r.payload->'status'->>'taskId') FROM r)${lane ? `
+  UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, to_jsonb(heard) FROM heard` : ''}`;
 
 /** The first OUTBOX_BATCH rows by id (the read after a reset, or every read if the cursor cannot be used). */
-const FULL_READ = readAnswer(`SELECT ${OUTBOX_COLUMNS} FROM outbox ORDER BY id LIMIT ${OUTBOX_BATCH}`);
+const fullRead = (lane: boolean) => readAnswer(`SELECT ${OUTBOX_COLUMNS} FROM outbox ORDER BY id LIMIT ${OUTBOX_BATCH}`, lane);
 
 /**
  * The lowest OUTBOX_BATCH rows among the cursor's window ($1, $2] and the gaps [$3[i], $4[i]]. EXPLAIN (Postgres 15,
  * generic plan; an outbox of 300,000 ids, all but the last 1,000 deleted, 3 gaps): a Merge Append of an index
  * scan from the cursor and a nested loop of one index probe per gap, 500 rows in 0.9 ms and 22 buffers, where
- * FULL_READ took 4.7 ms and 3,704 buffers. A read touches no more than the window's and the gaps' ids whatever
+ * the full read took 4.7 ms and 3,704 buffers. A read touches no more than the window's and the gaps' ids whatever
  * plan is chosen, so a named statement is safe: a generic plan of `id > $1` without the window's end scanned
  * all 100,600 rows above the cursor and sorted them (178 ms).
  */
-export const CURSOR_READ = readAnswer(`SELECT ${OUTBOX_COLUMNS} FROM (
+const cursorRead = (lane: boolean) => readAnswer(`SELECT ${OUTBOX_COLUMNS} FROM (
       (SELECT ${OUTBOX_COLUMNS} FROM outbox WHERE id > $1 AND id <= $2 ORDER BY id LIMIT ${OUTBOX_BATCH})
       UNION ALL
       (SELECT o.* FROM unnest($3::bigint[], $4::bigint[]) AS gap(lo, hi)
          CROSS JOIN LATERAL (SELECT ${OUTBOX_COLUMNS} FROM outbox WHERE id BETWEEN gap.lo AND gap.hi ORDER BY id LIMIT ${OUTBOX_BATCH}) o)
-      ORDER BY id LIMIT ${OUTBOX_BATCH}) w`);
+      ORDER BY id LIMIT ${OUTBOX_BATCH}) w`, lane);
+/** The cursor read as a relay with the graph-signal lane makes it. */
+export const CURSOR_READ = cursorRead(true);
+const READS = { full: [fullRead(false), fullRead(true)], cursor: [cursorRead(false), CURSOR_READ] };
 
 /** The deferred lane's first OUTBOX_BATCH rows, published between the outbox's batches. */
 const DEFERRED_READ = `SELECT ${DEFERRED_COLUMNS}, true AS deferred FROM outbox_deferred ORDER BY id LIMIT ${OUTBOX_BATCH}`;
@@ -102,6 +113,8 @@ export interface OutboxReadAnswer {
   batch: OutboxRow[];
   /** the deferred lane's rows of the batch's tasks, by the lane's id (published ahead of the batch) */
   pulled: OutboxRow[];
+  /** the graph signals the read recorded (a read with the lane only) */
+  heard: GraphSignalRow[];
   xmin: bigint;
   nextXid: bigint;
   lastTaken: number;
@@ -110,19 +123,24 @@ export interface OutboxReadAnswer {
   endedAt: number;
 }
 
-/** Reads the rows `plan` asks for (src/relay/outboxCursor.ts) with the deferred rows of their tasks. */
-export async function readOutbox(db: Queryable, plan: OutboxReadPlan): Promise<OutboxReadAnswer> {
+/**
+ * Reads the rows `plan` asks for (src/relay/outboxCursor.ts) with the deferred rows of their tasks; `lane`: and records
+ * the graph signals of the resolutions among them (src/relay/graphSignalStore.ts).
+ */
+export async function readOutbox(db: Queryable, plan: OutboxReadPlan, lane = false): Promise<OutboxReadAnswer> {
   const startedAt = performance.now();
-  const { rows } = await db.query<OutboxRow & ReadHeader>(
-    plan.full ? prepared(FULL_READ, []) : prepared(CURSOR_READ, [plan.after, plan.upTo, plan.gapLo, plan.gapHi]),
+  const i = lane ? 1 : 0;
+  const { rows } = await db.query<OutboxRow & ReadHeader & { heard: GraphSignalRow | null }>(
+    plan.full ? prepared(READS.full[i], []) : prepared(READS.cursor[i], [plan.after, plan.upTo, plan.gapLo, plan.gapHi]),
   );
   const endedAt = performance.now();
-  const header = rows.find((r) => r.id === null);
+  const heard = rows.flatMap((r) => (r.heard ? [signalRow(r.heard)] : []));
+  const header = rows.find((r) => r.id === null && !r.heard);
   if (!header) throw new Error('outbox read: no snapshot row');
   const byId = (a: OutboxRow, b: OutboxRow) => a.id - b.id;
   const batch = rows.filter((r) => r.id !== null && !r.deferred).sort(byId);
   const pulled = rows.filter((r) => r.deferred).sort(byId);
-  return { batch, pulled, xmin: BigInt(header.xmin), nextXid: BigInt(header.next_xid), lastTaken: Number(header.last_taken), startedAt, endedAt };
+  return { batch, pulled, heard, xmin: BigInt(header.xmin), nextXid: BigInt(header.next_xid), lastTaken: Number(header.last_taken), startedAt, endedAt };
 }
 
 /** The deferred lane's first OUTBOX_BATCH rows. */

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { Client } from '@temporalio/client';
 import type { Config } from '../config.js';
 import { connectSession, createPool } from '../db/pool.js';
 import { sendTogether, type BusConfirmChannel, type BusConnection, busLabel } from '../exchanges/bus.js';
@@ -13,15 +14,18 @@ import { readSpacing } from './readSpacing.js';
 import { RelayLock } from './relayLock.js';
 import { OutageLog } from '../outageLog.js';
 import { completedExchange } from '../indexService/completions.js';
+import { GraphSignalLane, type GraphSignalLaneStats } from './graphSignalLane.js';
 
 // The relay's wiring. Only one relay publishes at a time (src/relay/relayLock.ts), so messages leave in outbox id
 // order, but for a row whose transaction committed after a higher id's row was read (it follows in a later batch);
 // per task order is kept (src/relay/outboxCursor.ts). The deferred lane (a graph's task-defined messages,
 // migration 021) goes out a batch between the outbox's batches, and a task's deferred message ahead of the first
 // outbox batch that holds another message of that task (src/relay/outboxStore.ts). Its statements are
-// src/relay/outboxStore.ts; what a row's message is, and whether it can ever be published, outboxMessage.ts.
+// src/relay/outboxStore.ts; what a row's message is, and whether it can ever be published, outboxMessage.ts. With a
+// Temporal client the relay also feeds graphs: each read records the graph signals of the resolutions it read and the
+// graph-signal lane sends them at once (src/relay/graphSignalLane.ts), beside the publish.
 
-export interface RelayStats {
+export interface RelayStats extends Partial<GraphSignalLaneStats> {
   published: number;
   batches: number;
   reconnects: number;
@@ -45,7 +49,18 @@ export interface RelayStats {
  * consumers dedupe on messageId). A row that can never be published (src/relay/outboxMessage.ts publishable)
  * is moved to outbox_dead_letters instead, so it holds up nothing.
  */
-export async function startRelay(options: { config: Config; pool?: pg.Pool; log?: (line: string) => void; connectionName?: string }) {
+export async function startRelay(options: {
+  config: Config;
+  pool?: pg.Pool;
+  log?: (line: string) => void;
+  connectionName?: string;
+  /**
+   * Temporal, for the graph-signal lane: every composition root passes it. Undefined: the relay only publishes (tests of
+   * the publish alone), and graphs would hear resolutions only from their 60 s reconciliation; the option is required
+   * so that no caller leaves it out by accident.
+   */
+  temporal: (() => Promise<Client>) | undefined;
+}) {
   const { config } = options;
   const log = options.log ?? ((line: string) => console.log(`relay: ${line}`));
   // Every statement of the relay's own sessions is a named one whose generic plan is the one wanted (CURSOR_READ),
@@ -53,6 +68,9 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
   const pool = options.pool ?? createPool(config.databaseUrl, 2, { genericPlans: true, indexScansOnly: true });
   const ownPool = !options.pool;
   const stats: RelayStats = { published: 0, batches: 0, reconnects: 0, connections: 0, active: false, gaps: 0, gapOverflows: 0, spacedReads: 0, deadLettered: 0 };
+  const laneStats: GraphSignalLaneStats = { signals: 0, resolutionsSignalled: 0, failedSignals: 0, signalsWaiting: 0 };
+  if (options.temporal) Object.assign(stats, laneStats);
+  const lane = options.temporal ? new GraphSignalLane({ config, pool, temporal: options.temporal, stats: stats as RelayStats & GraphSignalLaneStats, log }) : undefined;
   const cursor = new OutboxCursor({ batch: OUTBOX_BATCH });
   // Checked once per active period, before its first read; false: every read is a full read.
   let cursorChecked = false;
@@ -96,6 +114,8 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
     },
     onActive: (active) => {
       stats.active = active;
+      if (active) lane?.activate();
+      else lane?.deactivate();
       if (!active) wake?.();
     },
     sleep,
@@ -169,7 +189,9 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
   const publishBatch = async (ch: BusConfirmChannel): Promise<{ more: boolean; size: number; startedAt: number }> => {
     if (!cursorChecked) await checkSequence();
     if (!cursorUsable) cursor.reset();
-    const { batch: rows, pulled, ...seen } = await readOutbox(pool, cursor.nextRead());
+    const { batch: rows, pulled, heard, ...seen } = await readOutbox(pool, cursor.nextRead(), lane !== undefined);
+    // recorded and committed by the read: signalled at once, while the batch is published
+    lane?.heard(heard);
     if (rows.length > 0) await publishRows(ch, [...pulled, ...rows]);
     const { overflow, more } = cursor.advance({ ids: rows.map((r) => r.id), ...seen });
     stats.gaps = cursor.gapCount;
@@ -278,6 +300,7 @@ export async function startRelay(options: { config: Config; pool?: pg.Pool; log?
       stopped = true;
       wake?.();
       await running;
+      await lane?.stop();
       await amqpConnection?.close().catch(() => undefined);
       // a second stop finds the pool ended
       if (ownPool && !pool.ended) await pool.end();

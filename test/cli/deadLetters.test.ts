@@ -31,7 +31,7 @@ function tgs(args: string[]): Promise<{ code: number; stdout: string; stderr: st
 
 test('tgs dead-letters lists what the relay set aside, replays a mended row (the relay publishes it), drops one, and refuses bad ids before doing anything', async (t) => {
   const exchange = queueExchangeName(config.exchangePrefix, 'task-completed');
-  const relay = await startRelay({ config, pool: db.pool, log: () => undefined });
+  const relay = await startRelay({ temporal: undefined, config, pool: db.pool, log: () => undefined });
   t.after(() => relay.stop());
   await enqueueMessages(db.pool, [
     { exchange, routingKey: `${'k'.repeat(260)}`, payload: {}, messageId: 'too-long' },

@@ -322,7 +322,7 @@ for (const impl of implementations) {
         await ch.assertExchange(ex, 'topic', { durable: true });
         const got: Got[] = [];
         await bindAll(ex, { relayed: ['#.sched.#'], routed: ['route.done'] }, got);
-        relay = await startRelay({ config, pool: db.pool, log: () => undefined });
+        relay = await startRelay({ temporal: undefined, config, pool: db.pool, log: () => undefined });
         await enqueueMessages(
           db.pool,
           Array.from({ length: 20 }, (_, i) => ({

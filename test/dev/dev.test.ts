@@ -111,7 +111,7 @@ test('embedded tgs dev: a graph runs to finished with --workers 1; Ctrl-C stops 
     return /^tgs_graph_hop_seconds_count [1-9]/m.test(text) ? text : undefined;
   }, 'the hop of b in the metrics');
   // the dev's shell worker holds a worker stream (it claims over no claimWork request)
-  for (const metric of [/^tgs_worker_streams 1$/m, /^tgs_http_request_duration_seconds_count\{service="scheduler",method="createTaskGraph",status="200"\} [1-9]/m, /^tgs_bridge_lag_seconds_count [1-9]/m, /^tgs_relay_published_messages_total [1-9]/m, /^tgs_task_graphs\{state="finished"\} 1$/m, /^temporal_workflow_task_execution_latency_bucket/m]) {
+  for (const metric of [/^tgs_worker_streams 1$/m, /^tgs_http_request_duration_seconds_count\{service="scheduler",method="createTaskGraph",status="200"\} [1-9]/m, /^tgs_graph_signal_lag_seconds_count [1-9]/m, /^tgs_relay_published_messages_total [1-9]/m, /^tgs_task_graphs\{state="finished"\} 1$/m, /^temporal_workflow_task_execution_latency_bucket/m]) {
     assert.match(scrape, metric);
   }
   // Its stdout is no terminal here: the parts log JSON lines, each with its role; the banner stays plain text.

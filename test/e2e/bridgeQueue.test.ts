@@ -11,8 +11,9 @@ import { queueExchangeName } from '../../src/exchanges/exchanges.js';
 import { WORKFLOW_TYPE, workflowIdFor } from '../../src/workflows/contract.js';
 import { useStack } from '../helpers/stackFixture.js';
 
-// What reaches the bridge's queue: resolutions and the dependent-task-defined notice of a task created with
-// dependencies, never the task-defined messages of a submitted graph's tasks (its workflow holds them already).
+// What reaches the bridge's queue: the dependent-task-defined notice of a task created with dependencies, never the
+// task-defined messages of a submitted graph's tasks (its workflow holds them already), nor resolutions (graphs hear
+// them from the relay's graph-signal lane, src/relay/graphSignalLane.ts).
 const stack = useStack({ inProcessBridge: false });
 let connection: BusConnection;
 let channel: BusChannel;
@@ -31,12 +32,15 @@ const outboxEmpty = () =>
 const queued = async () => (await channel.assertQueue(bridgeQueueName(stack.config), { durable: true, arguments: bridgeQueueArguments(stack.config) })).messageCount;
 const manualTask = (extra: Record<string, unknown> = {}) => ({ ...fastTask('bridge queue'), workerType: 'manual', ...extra });
 
-test("the bridge unbinds task-defined; a graph's tasks never reach its queue, a createTask with dependencies does once", async () => {
+test("the bridge unbinds task-defined and the resolutions; a graph's tasks and resolutions never reach its queue, a createTask with dependencies does once", async () => {
   const bridgeOptions = { config: stack.config, pool: stack.api.db.pool, temporal: async () => stack.client, log: () => undefined };
   const queueName = bridgeQueueName(stack.config);
-  // A bridge of an earlier version bound every task-defined message to the queue; a bridge starting unbinds it.
+  // Bridges of earlier versions bound every task-defined message and the resolutions to the queue; a bridge starting
+  // unbinds them.
   await channel.assertQueue(queueName, { durable: true, arguments: bridgeQueueArguments(stack.config) });
-  await channel.bindQueue(queueName, queueExchangeName(stack.config.exchangePrefix, 'task-defined'), '#');
+  for (const exchange of ['task-defined', 'task-completed', 'task-failed', 'task-exception'] as const) {
+    await channel.bindQueue(queueName, queueExchangeName(stack.config.exchangePrefix, exchange), '#');
+  }
   await (await startBridge(bridgeOptions)).stop();
 
   const graphId = slugid.nice();
@@ -48,6 +52,11 @@ test("the bridge unbinds task-defined; a graph's tasks never reach its queue, a 
   await eventually(async () => (await stack.api.request('GET', `/api/queue/v1/task/${rootId}/status`)).body.status.state === 'pending', 'root pending');
   await outboxEmpty();
   assert.equal(await queued(), 0, "none of the graph's three task-defined messages is in the bridge's queue");
+  const claim = await stack.api.request('POST', '/api/queue/v1/claim-work/tgs-test/manual', { tasks: 1, workerGroup: 'g', workerId: 'w' });
+  assert.equal(claim.body.tasks[0].status.taskId, rootId);
+  assert.equal((await stack.api.request('POST', `/api/queue/v1/task/${rootId}/runs/0/completed`)).status, 200);
+  await outboxEmpty();
+  assert.equal(await queued(), 0, "the root's task-completed is not in the bridge's queue");
 
   // Queue-level: a task without dependencies needs no workflow; one with dependencies has its group's workflow take it in.
   const group = slugid.nice();

@@ -153,7 +153,7 @@ test('a lost resolution: the dependent explains inconsistent, and the call makes
   assert.equal(graphJustNow.reconciling, false);
   const graphLater = await explainGraphFromRows(stack.api.db.pool, row, model, { now: new Date(Date.now() + 60_000), claimWorkWaitMs: 1000, limit: 20, inconsistentAfterMs: 60_000 });
   assert.deepEqual(graphLater.rootCauses.map((c) => c.kind), ['inconsistent'], 'past the window, the same rows are a lost resolution');
-  relays.push(await startRelay({ config: stack.config, log: () => undefined }));
+  relays.push(await startRelay({ config: stack.config, log: () => undefined, temporal: async () => stack.client }));
   {
     await new Promise((r) => setTimeout(r, 1000));
     assert.equal(await stateOf(g.id('q')), 'unscheduled', 'nothing told the workflow');

@@ -5,6 +5,7 @@ import amqp from 'amqplib';
 import { eventually } from '../../support/stack.js';
 import { graphOf } from '../../support/graphs.js';
 import { createTaskGraph } from '../../src/scheduler/createTaskGraph.js';
+import { bridgeQueueName } from '../../src/bridge/bridge.js';
 import { queueExchangeName, taskRoutingKey } from '../../src/exchanges/exchanges.js';
 import { useStack } from '../helpers/stackFixture.js';
 
@@ -28,6 +29,18 @@ async function put(graph: unknown) {
 const taskState = async (taskId: string) => (await stack.api.request('GET', `/api/queue/v1/task/${taskId}/status`)).body.status.state as string;
 const graphState = async (id: string) => (await stack.api.request('GET', `/api/scheduler/v1/task-graph/${id}/status`)).body.status.state as string;
 
+/**
+ * Binds (or unbinds) the bridge's queue to task-completed as bridges before the graph-signal lane did: what such a
+ * binding queued before an upgrade is still checked by the bridge against the stored run.
+ */
+async function earlierBridgeBinding(bind: boolean) {
+  const conn = await amqp.connect(stack.config.amqpUrl);
+  const ch = await conn.createChannel();
+  const args = [bridgeQueueName(stack.config), queueExchangeName(stack.config.exchangePrefix, 'task-completed'), '#'] as const;
+  await (bind ? ch.bindQueue(...args) : ch.unbindQueue(...args));
+  await conn.close();
+}
+
 /** Publishes on the queue's own exchange what anyone with publish rights on the vhost could. */
 async function publishResolution(taskId: string, taskGroupId: string, runs: { state: string }[], runId: number) {
   const conn = await amqp.connect(stack.config.amqpUrl);
@@ -46,6 +59,15 @@ test('a forged task-completed for a pending or running task resolves nothing: it
   const claim = await stack.api.request('POST', '/api/queue/v1/claim-work/tgs-test/manual', { tasks: 1, workerGroup: 'g', workerId: 'w' });
   const claimed = claim.body.tasks[0].status.taskId as string;
   const unclaimed = claimed === taskId('pendingOne') ? taskId('runningOne') : taskId('pendingOne');
+  // Graphs hear resolutions from Postgres (the relay's graph-signal lane): a forged message reaches no queue of tgs.
+  const received = stack.bridge?.stats.received ?? 0;
+  await publishResolution(claimed, id, [{ state: 'completed' }], 0);
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(stack.bridge?.stats.received, received, 'the bridge queue is not bound to the resolution exchanges');
+  const lane = await stack.api.db.pool.query('SELECT 1 FROM graph_signals WHERE task_graph_id = $1', [id]);
+  assert.equal(lane.rowCount, 0, 'nothing recorded for the graph');
+  // What an earlier bridge's binding queued is still checked against the stored run.
+  await earlierBridgeBinding(true);
   const before = stack.bridge?.stats.disagreed ?? 0;
   const signalsBefore = stack.bridge?.stats.signals ?? 0;
   await publishResolution(claimed, id, [{ state: 'completed' }], 0);
@@ -69,11 +91,15 @@ test('a forged task-completed for a pending or running task resolves nothing: it
   await eventually(async () => (await taskState(taskId('afterPending'))) === 'pending', 'the dependent scheduled after the real completion');
 });
 
-test('resolutions of tasks the database does not know are logged as a shared vhost, once per interval', async () => {
+test('resolutions of tasks the database does not know (queued by an earlier binding) are logged as a shared vhost, once per interval', async () => {
+  await earlierBridgeBinding(true);
   const before = stack.bridge?.stats.unknownTasks ?? 0;
   for (let i = 0; i < 3; i++) await publishResolution(slugid.nice(), slugid.nice(), [{ state: 'completed' }], 0);
   await eventually(async () => (stack.bridge?.stats.unknownTasks ?? 0) >= before + 3, 'the bridge saw the unknown tasks');
   assert.equal(log.filter((l) => l.includes('looks shared')).length, 1);
+  // each refused message acked once: a second ack of a delivery would have closed the bridge's channel
+  assert.deepEqual(log.filter((l) => l.startsWith('bridge:') && l.includes('channel closed')), []);
+  await earlierBridgeBinding(false);
 });
 
 test('a graph committed without its workflow (Temporal down, or the API killed after the commit) is started by the sweep and finishes', async () => {

@@ -4,9 +4,10 @@ import type { TestApi } from '../../support/api.js';
 
 /**
  * Tables a background process empties on its own: only their sequence counts (the relay deletes published
- * outbox rows, so a row a refused request wrote could be gone before anyone looks; its id could not).
+ * outbox rows and the graph signals Temporal accepted, so a row a refused request wrote could be gone before anyone
+ * looks; its id could not).
  */
-const DRAINED = new Set(['outbox', 'outbox_deferred']);
+const DRAINED = new Set(['outbox', 'outbox_deferred', 'graph_signals']);
 
 async function tableNames(pool: pg.Pool): Promise<string[]> {
   const { rows } = await pool.query<{ name: string }>(`SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`);

@@ -23,7 +23,7 @@ test('the alerts and the dashboard use only metrics tgs serves', () => {
   const used = new Set(exprs.flatMap((e) => [...e.matchAll(/\btgs_[a-z_]+/g)].map((m) => base(m[0]))));
   for (const name of used) assert.ok(registered.has(name), `${name} is used but not served`);
   // the dashboard covers each concern the operator watches
-  for (const name of ['tgs_http_request_duration_seconds', 'tgs_queue_pending_tasks', 'tgs_graph_hop_seconds', 'tgs_bridge_lag_seconds', 'tgs_outbox_oldest_age_seconds', 'tgs_task_graphs']) {
+  for (const name of ['tgs_http_request_duration_seconds', 'tgs_queue_pending_tasks', 'tgs_graph_hop_seconds', 'tgs_graph_signal_lag_seconds', 'tgs_outbox_oldest_age_seconds', 'tgs_task_graphs']) {
     assert.ok(dashboard.panels.some((p) => p.targets.some((t) => t.expr.includes(name))), `no panel shows ${name}`);
   }
   assert.ok(dashboard.panels.some((p) => p.targets.some((t) => t.expr.includes('temporal_workflow_task_'))), 'a Temporal SDK panel');

@@ -51,7 +51,7 @@ async function scrape(): Promise<{ text: string; value(name: string, labels?: Re
   };
 }
 
-test('one scrape while a graph runs: HTTP, pending, claim, hop, relay, bridge, graph and Temporal SDK metrics all move', async () => {
+test('one scrape while a graph runs: HTTP, pending, claim, hop, relay, graph signal, graph and Temporal SDK metrics all move', async () => {
   const before = await scrape();
   const count = (s: typeof before, name: string, labels?: Record<string, string>) => {
     const v = s.value(name, labels);
@@ -65,7 +65,7 @@ test('one scrape while a graph runs: HTTP, pending, claim, hop, relay, bridge, g
   const pending = await eventually(async () => (await scrape()).value('tgs_queue_pending_tasks', { provisionerId: 'tgs-test', workerType: 'nobody-home' }) === 1, 'the pending gauge at 1');
   assert.ok(pending);
 
-  // A chain of four: three hops, each through relay → bridge → workflow → schedule activity.
+  // A chain of four: three hops, each through relay (its graph-signal lane) → workflow → schedule activity.
   const worker = startFastWorker({ rootUrl: stack.api.rootUrl, credentials: stack.api.root, provisionerId: 'tgs-test', workerType: 'fast' });
   const graphId = slugid.nice();
   try {
@@ -81,9 +81,9 @@ test('one scrape while a graph runs: HTTP, pending, claim, hop, relay, bridge, g
 
   const after = await eventually(async () => {
     const s = await scrape();
-    // the bridge acks (and observes) after the signal; the last hop's message may still be in flight
-    return count(s, 'tgs_bridge_lag_seconds_count') >= 4 && count(s, 'tgs_graph_hop_seconds_count') >= 3 ? s : undefined;
-  }, 'bridge lag and hop observations');
+    // the lane observes once the signal is accepted; the last resolution's may still be in flight
+    return count(s, 'tgs_graph_signal_lag_seconds_count') >= 4 && count(s, 'tgs_graph_hop_seconds_count') >= 3 ? s : undefined;
+  }, 'graph signal lag and hop observations');
 
   const moved = (name: string, atLeast: number, labels?: Record<string, string>) =>
     assert.ok(count(after, name, labels) - count(before, name, labels) >= atLeast, `${name}${JSON.stringify(labels ?? {})}: ${count(before, name, labels)} → ${count(after, name, labels)}`);
@@ -94,9 +94,9 @@ test('one scrape while a graph runs: HTTP, pending, claim, hop, relay, bridge, g
   moved('tgs_claim_work_wait_seconds_count', 4, { result: 'claimed' });
   moved('tgs_task_pending_seconds_count', 4);
   moved('tgs_graph_hop_seconds_count', 3);
-  moved('tgs_bridge_lag_seconds_count', 4);
+  moved('tgs_graph_signal_lag_seconds_count', 4);
   moved('tgs_relay_published_messages_total', 8);
-  moved('tgs_bridge_signals_total', 3);
+  moved('tgs_relay_graph_signals_total', 3);
   assert.ok(count(after, 'tgs_task_graphs', { state: 'finished' }) >= 1, 'graphs by state');
   assert.equal(after.value('tgs_relay_active'), 1);
   // sums are sane: a hop on one machine is under a minute, a pending wait is not negative

@@ -62,7 +62,7 @@ before(async () => {
   await consumer('scheduler', [{ exchanges: queueExchanges, pattern: `*.*.*.*.*.*.${schedulerId}.#` }]);
   await consumer('route', [{ exchanges: queueExchanges, pattern: 'route.notify.by-test' }]);
   await consumer('worker', [{ exchanges: ['task-failed', 'task-exception'], pattern: '*.*.grp.w2.#' }]);
-  relay = await startRelay({ config: t.config, pool: t.db.pool, log: () => undefined });
+  relay = await startRelay({ temporal: undefined, config: t.config, pool: t.db.pool, log: () => undefined });
 });
 after(async () => {
   await relay.stop();

@@ -63,7 +63,7 @@ async function drain(queue: string, into: Map<string, string>) {
 test('every outbox message reaches RabbitMQ even when the broker closes the relay connection mid-run', async (t) => {
   const { name, exchange } = await durableQueue('#');
   const connectionName = `relay-test-${randomBytes(4).toString('hex')}`;
-  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined, connectionName }));
+  const relay = stopAfter(t, await startRelay({ temporal: undefined, config, pool: db.pool, log: () => undefined, connectionName }));
   const total = 3000;
   const write = async (from: number, to: number) => {
     for (let i = from; i < to; i += 100) {
@@ -101,9 +101,9 @@ test('every outbox message reaches RabbitMQ even when the broker closes the rela
 });
 
 test('only one relay publishes at a time; the standby takes over when the active one stops', async (t) => {
-  const a = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined }));
+  const a = stopAfter(t, await startRelay({ temporal: undefined, config, pool: db.pool, log: () => undefined }));
   await eventually(async () => a.stats.active, 'first relay active');
-  const b = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined }));
+  const b = stopAfter(t, await startRelay({ temporal: undefined, config, pool: db.pool, log: () => undefined }));
   await new Promise((r) => setTimeout(r, 1500));
   assert.equal(b.stats.active, false, 'the second relay stands by');
   await a.stop();
@@ -116,9 +116,9 @@ test('only one relay publishes at a time; the standby takes over when the active
 test('a relay whose lock session is killed stops publishing, the standby takes over, and only the batch in flight goes out twice', async (t) => {
   const { name, exchange } = await durableQueue('#');
   const logA: string[] = [];
-  const a = stopAfter(t, await startRelay({ config, pool: db.pool, log: (line) => logA.push(line) }));
+  const a = stopAfter(t, await startRelay({ temporal: undefined, config, pool: db.pool, log: (line) => logA.push(line) }));
   await eventually(async () => a.stats.active, 'first relay active');
-  const b = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined }));
+  const b = stopAfter(t, await startRelay({ temporal: undefined, config, pool: db.pool, log: () => undefined }));
   const total = 4000;
   let written = 0;
   let writerStopped = false;
@@ -203,7 +203,7 @@ async function openTransaction(t: TestContext) {
 test('a row whose transaction commits after later rows were read and published is published when it commits', async (t) => {
   const { name, exchange } = await durableQueue('#');
   const message = (id: string): OutboxMessage => ({ exchange, routingKey: `${id}.0._._.p.w.s.g._`, payload: {}, messageId: id });
-  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined }));
+  const relay = stopAfter(t, await startRelay({ temporal: undefined, config, pool: db.pool, log: () => undefined }));
   await eventually(async () => relay.stats.active, 'relay active');
   const late = await openTransaction(t);
   await enqueueMessages(late, [message('late-0'), message('late-1')]);
@@ -226,7 +226,7 @@ test('a row whose transaction commits after later rows were read and published i
 test('the ids of a rolled-back transaction are dropped from the gaps once it has certainly ended', async (t) => {
   const { name, exchange } = await durableQueue('#');
   const message = (id: string): OutboxMessage => ({ exchange, routingKey: `${id}.0._._.p.w.s.g._`, payload: {}, messageId: id });
-  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined }));
+  const relay = stopAfter(t, await startRelay({ temporal: undefined, config, pool: db.pool, log: () => undefined }));
   await eventually(async () => relay.stats.active, 'relay active');
   const doomed = await openTransaction(t);
   await enqueueMessages(doomed, [message('rolled-back')]);
@@ -250,7 +250,7 @@ test('with an outbox sequence that caches ids the relay says so and reads the wh
   await db.pool.query('ALTER SEQUENCE outbox_id_seq CACHE 20');
   t.after(() => db.pool.query('ALTER SEQUENCE outbox_id_seq CACHE 1'));
   const lines: string[] = [];
-  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: (line) => lines.push(line) }));
+  const relay = stopAfter(t, await startRelay({ temporal: undefined, config, pool: db.pool, log: (line) => lines.push(line) }));
   await eventually(async () => lines.some((l) => l.includes('has CACHE 20')), 'the relay reports the cache');
   // Two sessions, two blocks of 20 ids: the first session's next id is below the second one's.
   const a = await openTransaction(t);
@@ -271,7 +271,7 @@ test('with an outbox sequence that caches ids the relay says so and reads the wh
 
 test('under load the relay reads at most every 20 ms; a lone message after a lone message goes out at once', async (t) => {
   const exchange = queueExchangeName(config.exchangePrefix, 'task-completed');
-  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined }));
+  const relay = stopAfter(t, await startRelay({ temporal: undefined, config, pool: db.pool, log: () => undefined }));
   const message = (id: string): OutboxMessage => ({ exchange, routingKey: `${id}.0._._.p.w.s.g._`, payload: {}, messageId: id });
   /** ms from writing `messages` until the relay has published them all (polled every ms) */
   const publish = async (messages: OutboxMessage[]) => {
@@ -320,7 +320,7 @@ test('on the embedded PGlite database and the in-process bus, the relay reads fr
   }, { noAck: true });
   const message = (id: string): OutboxMessage => ({ exchange, routingKey: `${id}.0._._.p.w.s.g._`, payload: {}, messageId: id });
 
-  const relay = stopAfter(t, await startRelay({ config: embedded, pool, log: () => undefined }));
+  const relay = stopAfter(t, await startRelay({ temporal: undefined, config: embedded, pool, log: () => undefined }));
   await enqueueMessages(pool, [message('p-0'), message('p-1')]);
   await eventually(async () => got.length === 2, 'published');
   // PGlite runs one transaction at a time, so a gap there is a rollback's.
@@ -380,7 +380,7 @@ test("a graph's task-defined messages wait in the deferred lane; a later message
     if (m) got.push({ exchange: m.fields.exchange.slice(config.exchangePrefix.length), taskId: JSON.parse(m.content.toString()).status.taskId });
   }, { noAck: true });
 
-  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined }));
+  const relay = stopAfter(t, await startRelay({ temporal: undefined, config, pool: db.pool, log: () => undefined }));
   await eventually(async () => got.length === 1202 && (await outboxCount()) === 0, 'every message published', 30_000);
   // a lane row whose NOTIFY never came (written without one) still goes out: the relay looks at the lane after a
   // second without any NOTIFY
@@ -423,7 +423,7 @@ test("the deferred lane's task-defined message shows the task as defined, howeve
     if (m) got.push({ messageId: m.properties.messageId as string, status: JSON.parse(m.content.toString()).status });
   }, { noAck: true });
   t.after(() => db.pool.query('DELETE FROM outbox_dead_letters'));
-  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: () => undefined }));
+  const relay = stopAfter(t, await startRelay({ temporal: undefined, config, pool: db.pool, log: () => undefined }));
   await eventually(async () => got.length === 2 && relay.stats.deadLettered === 1 && (await countOutbox(db.pool)) === 0, 'two published, one set aside', 15_000);
   await relay.stop();
   const retries = (await loadTask(db.pool, moved))!.retries;
@@ -482,7 +482,7 @@ test('rows that can never be published are set aside in outbox_dead_letters, onc
   t.after(() => db.pool.query('DELETE FROM outbox_dead_letters'));
   const idOf = (messageId: string) => ids.find((r) => r.message_id === messageId)!.id;
   const lines: string[] = [];
-  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: (line) => lines.push(line) }));
+  const relay = stopAfter(t, await startRelay({ temporal: undefined, config, pool: db.pool, log: (line) => lines.push(line) }));
   const unobserve = observeRelay(db.url, db.pool, relay.stats);
   t.after(unobserve);
   await eventually(async () => (await outboxCount()) === 0 && relay.stats.published === 5, 'the good rows published, the outbox empty');
@@ -536,7 +536,7 @@ test('a broker that refuses every message (a nack) sets nothing aside: the batch
   await ch.assertQueue(refusing, { arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' } });
   await ch.bindQueue(refusing, exchange, 'refused.#');
   const lines: string[] = [];
-  const relay = stopAfter(t, await startRelay({ config, pool: db.pool, log: (line) => lines.push(line) }));
+  const relay = stopAfter(t, await startRelay({ temporal: undefined, config, pool: db.pool, log: (line) => lines.push(line) }));
   await enqueueMessages(db.pool, [
     { exchange, routingKey: 'fine.0._._.p.w.s.g._', payload: {}, messageId: 'before-refusal' },
     { exchange, routingKey: 'refused.0._._.p.w.s.g._', payload: {}, messageId: 'refused' },

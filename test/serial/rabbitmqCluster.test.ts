@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import slugid from 'slugid';
 import { startStack, eventually, type Stack } from '../../support/stack.js';
 import { startFastWorker } from '../../support/fastWorker.js';
-import { graphOf } from '../../support/graphs.js';
+import { fastTask, graphOf } from '../../support/graphs.js';
 import { outboxCount } from '../../support/db.js';
 import { bridgeQueueName } from '../../src/bridge/bridge.js';
 import { connectBus } from '../../src/exchanges/bus.js';
@@ -47,7 +47,7 @@ test("the bridge queue is a quorum queue led by the node it was declared on, and
   const first = cluster.clusterNodes()[0];
   assert.equal(cluster.leaderOf(queue), first.name, 'declared through the first node of AMQP_URL, which leads it');
 
-  // a chain: each task's resolution must cross relay → RabbitMQ → bridge → workflow for the next to start
+  // a chain: each task's resolution must cross the relay (its graph-signal lane) → workflow for the next to start
   const labels = Array.from({ length: 16 }, (_, k) => `t${k}`);
   const graph = graphOf(Object.fromEntries(labels.map((label, k) => [label, { requires: k === 0 ? [] : [labels[k - 1]] }])));
   const taskGraphId = slugid.nice();
@@ -60,7 +60,14 @@ test("the bridge queue is a quorum queue led by the node it was declared on, and
     await eventually(async () => (await graphState(taskGraphId)) === 'finished', 'the graph finished through the failover', 180_000);
     const leader = cluster.leaderOf(queue);
     assert.ok(leader && leader !== first.name, `a new leader (${leader})`);
-    assert.ok((stack.bridge?.stats.received ?? 0) > receivedBefore, 'the bridge consumed from the new leader');
+    // resolutions reach graphs through the relay's graph-signal lane; the bridge's queue carries the notice of a task
+    // created with dependencies (on a queue nobody claims from: the fast worker's count stays the chain's)
+    const group = slugid.nice();
+    const [independent, dependent] = [slugid.nice(), slugid.nice()];
+    const parked = (extra: Record<string, unknown>) => ({ ...fastTask('notice'), workerType: 'nobody-home', taskGroupId: group, ...extra });
+    await stack.root.request('queue', 'PUT', `/task/${independent}`, parked({}));
+    await stack.root.request('queue', 'PUT', `/task/${dependent}`, parked({ dependencies: [independent] }));
+    await eventually(async () => (stack.bridge?.stats.received ?? 0) > receivedBefore, 'the bridge consumed from the new leader', 60_000);
     assert.deepEqual([...resolved.values()].filter((n) => n !== 1), [], 'every task ran once');
     assert.equal(resolved.size, labels.length);
     await eventually(async () => (await outboxCount(stack.api.db.pool)) === 0, 'the outbox drained');

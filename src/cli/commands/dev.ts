@@ -300,7 +300,7 @@ async function runDev(
   const hookListener = await startHookListener({ config, pool: api.deps.pool, temporal: api.deps.temporal, log: lineLogger(logger('hooks')) });
   const unobserveHooks = observeHookListener(hookListener.stats);
   cleanups.push({ name: 'the hook listener', run: () => (unobserveHooks(), hookListener.stop()) });
-  const relay = await startRelay({ config, pool: api.deps.pool, log: lineLogger(logger('relay')) });
+  const relay = await startRelay({ config, pool: api.deps.pool, log: lineLogger(logger('relay')), temporal: () => api.deps.temporal.get() });
   const unobserveRelay = observeRelay(config.databaseUrl, api.deps.pool, relay.stats);
   cleanups.push({ name: 'the relay', run: () => (unobserveRelay(), relay.stop()) });
   // One registry in this process: API, relay, bridge and scheduler worker metrics on one port.

@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import { resolutionsSignal, tasksDefinedSignal, WORKFLOW_TYPE, workflowIdFor, type Resolution, type TaskGraphInput } from '../workflows/contract.js';
 
 /**
- * The bridge's signals to graph workflows. A graph that exists because of queue-level dependencies (origin
+ * Signals to graph workflows (the relay's graph-signal lane and the bridge send them). A graph that exists because of queue-level dependencies (origin
  * `queue`) has its workflow started by the signal if it is not running; a graph submitted whole (origin `graph`)
  * only hears it (a missing workflow throws WorkflowNotFoundError: its graph has ended).
  */

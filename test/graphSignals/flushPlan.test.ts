@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { confirmByStoredState, definedSignals, resolutionSignals } from '../../src/bridge/flushPlan.js';
+import { confirmByStoredState, definedSignals, recordedSignals, resolutionSignals } from '../../src/graphSignals/flushPlan.js';
 import type { Resolution } from '../../src/workflows/contract.js';
 
 const msg = (taskId: string, runId: number, state: Resolution['state']) => ({ taskId, resolution: { taskId, runId, state } as Resolution });
@@ -55,4 +55,14 @@ test('definedSignals: tasks joining a group go in one signal to that group', () 
     { task_id: 'D2', task_group_id: 'G' },
   ]);
   assert.deepEqual(signals, [{ key: 'G', taskIds: ['D1', 'D2'], msgs: [d1, d2] }]);
+});
+
+test("recordedSignals: the lane's rows, one signal a graph, each graph's rows in their order", () => {
+  const row = (graph: string, taskId: string, origin = 'graph') => ({ task_graph_id: graph, message_id: `${taskId}/0`, origin, resolution: { taskId, runId: 0, state: 'completed' as const }, recorded_at: 0 });
+  const [g1a, g2a, g1b] = [row('G1', 'A'), row('G2', 'A', 'queue'), row('G1', 'B')];
+  assert.deepEqual(recordedSignals([g1a, g2a, g1b]), [
+    { key: 'G1', origin: 'graph', msgs: [g1a, g1b], resolutions: [g1a.resolution, g1b.resolution] },
+    { key: 'G2', origin: 'queue', msgs: [g2a], resolutions: [g2a.resolution] },
+  ]);
+  assert.deepEqual(recordedSignals([]), []);
 });

@@ -24,7 +24,7 @@ export const GRAPH_BACKOFF = { firstMs: 250, maxMs: 30_000 };
 export const FLUSH_BACKOFF = { firstMs: 250, maxMs: 10_000 };
 
 /**
- * The bridge's failure bookkeeping, without I/O: consecutive failures per graph (so one graph that refuses signals
+ * The failure bookkeeping of the bridge and the relay's graph-signal lane, without I/O: consecutive failures per graph (so one graph that refuses signals
  * cannot hold up the others: only its messages are requeued, with a backoff of its own) and of whole flushes.
  */
 export class SignalBackoff {

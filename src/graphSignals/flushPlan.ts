@@ -9,13 +9,13 @@ export interface FlushItem {
 }
 
 /** One signal of a flush: the graph (or, for tasks joining one, the group) it goes to and the messages it carries. */
-export interface GraphSignal<M extends FlushItem> {
+export interface GraphSignal<M> {
   /** the graph's (or group's) id: its workflow is `task-graph/<key>`; the backoff of failures is kept per key */
   key: string;
   msgs: M[];
 }
 
-export interface ResolutionSignal<M extends FlushItem> extends GraphSignal<M> {
+export interface ResolutionSignal<M> extends GraphSignal<M> {
   origin: string;
   /** what the workflow hears: the stored run, not the message's word */
   resolutions: Resolution[];
@@ -77,4 +77,26 @@ export function definedSignals<M extends FlushItem>(defined: M[], joining: Joini
   const byGroup = new Map<string, string[]>();
   for (const r of joining) byGroup.set(r.task_group_id, [...(byGroup.get(r.task_group_id) ?? []), r.task_id]);
   return [...byGroup].map(([key, taskIds]) => ({ key, taskIds, msgs: defined.filter((p) => taskIds.includes(p.taskId)) }));
+}
+
+/** A resolution recorded for one graph (a row of the relay's graph-signal lane, src/relay/graphSignalStore.ts). */
+export interface RecordedResolution {
+  task_graph_id: string;
+  origin: string;
+  resolution: Resolution;
+}
+
+/**
+ * One signal per graph of recorded resolutions, each carrying its rows in the order given: the lane's rows are
+ * already the graphs that hear each resolution, checked against the stored run when they were recorded.
+ */
+export function recordedSignals<M extends RecordedResolution>(rows: M[]): ResolutionSignal<M>[] {
+  const byGraph = new Map<string, ResolutionSignal<M>>();
+  for (const row of rows) {
+    let signal = byGraph.get(row.task_graph_id);
+    if (!signal) byGraph.set(row.task_graph_id, (signal = { key: row.task_graph_id, origin: row.origin, msgs: [], resolutions: [] }));
+    signal.msgs.push(row);
+    signal.resolutions.push(row.resolution);
+  }
+  return [...byGraph.values()];
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { FlushSpacing, LOADED_FLUSH } from '../../src/bridge/flushSpacing.js';
+import { FlushSpacing, LOADED_FLUSH } from '../../src/graphSignals/flushSpacing.js';
 
 test('after a quiet spell a flush starts at once; within the interval of the last one it waits for the rest', () => {
   const spacing = new FlushSpacing();

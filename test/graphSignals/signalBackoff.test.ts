@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SignalBackoff } from '../../src/bridge/signalBackoff.js';
+import { SignalBackoff } from '../../src/graphSignals/signalBackoff.js';
 
 const boom = new Error('workflow task queue full');
 

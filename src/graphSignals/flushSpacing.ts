@@ -13,7 +13,7 @@ export interface FlushSpacingOptions {
 }
 
 /**
- * When the bridge's next flush may start: right away after a quiet spell, and under load at least minIntervalMs
+ * When the next flush (the bridge's, or the relay's graph-signal lane's) may start: right away after a quiet spell, and under load at least minIntervalMs
  * (loadedIntervalMs after a big flush) after the previous one started, so a burst becomes one signal a graph
  * instead of many. Pure: the caller passes the clock.
  */
