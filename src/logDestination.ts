@@ -1,12 +1,13 @@
 /**
- * The JSON log's way to stdout: the lines of one turn of the event loop in one write. The API logs a line for each
- * task claimed and each run resolved, and every line had been its own synchronous write to stdout: a CPU profile over
- * 4,000 reportCompleted calls put 44 µs of samples a call in its line, 34 µs of them in the write (a system call, where
- * a sample can also be time off the CPU), and claimWork's API CPU a task (/proc) went from 0.18 to 0.15 ms with one
- * write a turn (docs/bench-journal/2026-11-28.md § Late morning of 2026-11-28). A claim's lines and the reports
- * that share a statement now go out together. Lines are still written synchronously, in order, at the end of the turn
- * that logged them, and whatever is waiting when the process exits (a fatal line before `process.exit`) is written then:
- * only a process killed outright loses a line, and only one from its last turn.
+ * The JSON log's way to stdout: the lines of one turn of the event loop in one write. The API logged a line for each
+ * task claimed and each run resolved (one a call and one a statement since), and every line had been its own
+ * synchronous write to stdout: a CPU profile over 4,000 reportCompleted calls put 44 µs of samples a call in its line,
+ * 34 µs of them in the write (a system call, where a sample can also be time off the CPU), and claimWork's API CPU a
+ * task (/proc) went from 0.18 to 0.15 ms with one write a turn (docs/bench-journal/2026-11-28.md § Late morning of
+ * 2026-11-28). The lines of one turn's claims and report statements go out together. Lines are still written
+ * synchronously, in order, at the end of the turn that logged them, and whatever is waiting when the process exits (a
+ * fatal line before `process.exit`) is written then: only a process killed outright loses a line, and only one from
+ * its last turn.
  */
 export class TurnBufferedDestination {
   private lines: string[] = [];

@@ -10,6 +10,7 @@ import { renderedMessagesInsert } from './messages.js';
 import { isPendingSql, taskStatus, TASK_COLUMNS, type TaskRow } from './taskRow.js';
 import { observeClaimWork, taskPendingWait } from '../observability/metrics.js';
 import type { WorkerRecorder } from './workers.js';
+import { logClaimed, type LineLog } from './auditLines.js';
 
 export interface ClaimRequest {
   provisionerId: string;
@@ -93,9 +94,9 @@ export async function claimPending(pool: pg.Pool, config: Config, issuer: Client
 /** One run claimWork or a worker stream hands out. */
 export type ClaimedRun = Awaited<ReturnType<typeof claimPending>>[number];
 
-/** A `task claimed` line per run, and the worker seen with them (the workers table, explanations). */
-export function recordClaims(log: { info(fields: object, line: string): void }, workers: WorkerRecorder, req: ClaimRequest, claimed: ClaimedRun[]): void {
-  for (const t of claimed) log.info({ taskId: t.status.taskId, runId: t.runId, taskGroupId: t.status.taskGroupId, workerGroup: t.workerGroup, workerId: t.workerId }, 'task claimed');
+/** One `tasks claimed` line for the call's runs, and the worker seen with them (the workers table, explanations). */
+export function recordClaims(log: LineLog, workers: WorkerRecorder, req: ClaimRequest, claimed: ClaimedRun[]): void {
+  logClaimed(log, req, claimed.map((t) => ({ taskId: t.status.taskId, runId: t.runId, taskGroupId: t.status.taskGroupId })));
   workers.workerSeen(`${req.provisionerId}/${req.workerType}`, req.workerGroup, req.workerId, claimed.map((t) => ({ taskId: t.status.taskId, runId: t.runId })));
 }
 

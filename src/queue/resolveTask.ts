@@ -9,6 +9,7 @@ import { resolutionMessage, resolutionMessagesInsert, taskMessage } from './mess
 import { PENDING_CHANNEL } from './notify.js';
 import { EXCEPTION_REASONS, MAX_RUNS } from './run.js';
 import type { GroupAnnouncer } from './groupAnnouncer.js';
+import { logResolved, type LineLog, type ResolvedRun } from './auditLines.js';
 import { addPendingRun, loadTask, loadTasks, mayRetry, resolveLatestRun, taskStatus, TASK_COLUMNS, type Run, type TaskRow, type TaskStatus } from './taskRow.js';
 
 /**
@@ -118,10 +119,17 @@ async function resolveRunning(pool: pg.Pool, items: Resolution[]): Promise<Map<s
   return new Map(rows.map((row) => [row.task_id, row]));
 }
 
-/** A single report waiting for its statement, with the announcer of the caller that made it. */
+/** A single report waiting for its statement, with the announcer of the caller that made it and where its line goes. */
 interface QueuedReport {
   item: Resolution;
   groups: Pick<GroupAnnouncer, 'note'>;
+  audit?: ReportAudit;
+}
+
+/** Where a single report's `tasks <outcome>` line goes (one line per statement), and the request that made it. */
+export interface ReportAudit {
+  log: LineLog;
+  reqId?: string;
 }
 
 /**
@@ -154,6 +162,7 @@ function reportBatcher(pool: pg.Pool): StatementBatcher<QueuedReport, TaskRow | 
           else byAnnouncer.set(queued[i].groups, [row]);
         }
         for (const [groups, announced] of byAnnouncer) announceReports(pool, groups, announced);
+        logStatement(queued, rows);
         return rows;
       },
       { lanes: REPORT_LANES, maxItems: MAX_REPORTS_A_STATEMENT, key: (q) => q.item.taskId, onBatch: (size) => reportsPerStatement.observe(size), gatherTurn: true },
@@ -162,6 +171,24 @@ function reportBatcher(pool: pg.Pool): StatementBatcher<QueuedReport, TaskRow | 
   }
   return batcher;
 }
+
+/** One line per outcome for the reports a statement wrote, on the log of its first audited report. */
+function logStatement(queued: QueuedReport[], rows: (TaskRow | undefined)[]): void {
+  const audited = queued.flatMap((q, i) => {
+    const row = rows[i];
+    return q.audit && row ? [{ audit: q.audit, run: resolvedRun(q.item, row.task_group_id, q.audit) }] : [];
+  });
+  if (audited.length > 0) logResolved(audited[0].audit.log, audited.map((a) => a.run));
+}
+
+const resolvedRun = (item: Resolution, taskGroupId: string, audit: ReportAudit): ResolvedRun => ({
+  taskId: item.taskId,
+  runId: item.runId,
+  taskGroupId,
+  outcome: item.outcome,
+  ...(item.reason ? { reason: item.reason } : {}),
+  ...(audit.reqId === undefined ? {} : { reqId: audit.reqId }),
+});
 
 // A report races only with its own run's reclaim and the sweeps: a few rereads at most.
 const MAX_REPORT_ATTEMPTS = 20;
@@ -214,7 +241,10 @@ function announceReports(pool: pg.Pool, groups: Pick<GroupAnnouncer, 'note'>, ro
 const keptChanging = (taskId: string, runId: number) =>
   new TgsError('InternalServerError', `task ${taskId} kept changing while run ${runId} was being reported; report again`);
 
-/** reportCompleted / reportFailed / reportException (see planReport). */
+/**
+ * reportCompleted / reportFailed / reportException (see planReport). With `audit`, the report is named in a
+ * `tasks <outcome>` line: its statement's, shared with the reports written with it.
+ */
 export async function resolveRun(
   pool: pg.Pool,
   config: Config,
@@ -223,15 +253,20 @@ export async function resolveRun(
   runId: number,
   state: Outcome,
   reason?: string,
+  audit?: ReportAudit,
 ): Promise<TaskStatus> {
   const item: Resolution = { taskId, runId, outcome: state, reason: reason as Resolution['reason'] };
   if (resolvesInOne(item)) {
-    const row = await reportBatcher(pool).submit({ item, groups });
+    const row = await reportBatcher(pool).submit(audit ? { item, groups, audit } : { item, groups });
     if (row) return taskStatus(row);
   }
+  const answered = (status: TaskStatus) => {
+    if (audit) logResolved(audit.log, [resolvedRun(item, status.taskGroupId, audit)]);
+    return status;
+  };
   for (let attempt = 1; ; attempt++) {
     const plan = planReport(config, await loadTask(pool, taskId), taskId, runId, state, reason, new Date());
-    if (!plan.write) return plan.status;
+    if (!plan.write) return answered(plan.status);
     const { row } = plan;
     const { rows } = await pool.query<{ reported: number }>(
       prepared(REPORT_SQL, [
@@ -246,7 +281,7 @@ export async function resolveRun(
     );
     if (rows[0].reported === 1) {
       announceReports(pool, groups, [row]);
-      return taskStatus(row);
+      return answered(taskStatus(row));
     }
     if (attempt >= MAX_REPORT_ATTEMPTS) throw keptChanging(taskId, runId);
   }

@@ -21,12 +21,12 @@ function capture(options: { level?: string; format?: 'json' | 'pretty' } = {}) {
 
 test('logger(role) lines are JSON with level, ISO time, role and the fields given', () => {
   const out = capture();
-  logger('api').info({ taskId: 'fN1LmdbaSQGuKMzmvRJqcA', runId: 0 }, 'task claimed');
+  logger('api').info({ taskIds: ['fN1LmdbaSQGuKMzmvRJqcA'], runIds: [0] }, 'tasks claimed');
   const [line] = out.json();
   assert.equal(line.level, 30);
   assert.equal(line.role, 'api');
-  assert.equal(line.taskId, 'fN1LmdbaSQGuKMzmvRJqcA');
-  assert.equal(line.msg, 'task claimed');
+  assert.deepEqual(line.taskIds, ['fN1LmdbaSQGuKMzmvRJqcA']);
+  assert.equal(line.msg, 'tasks claimed');
   assert.match(String(line.time), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 });
 
@@ -118,12 +118,12 @@ test('stdout gets the lines of one turn in one write, in order, and the next tur
 });
 
 test("a process's last lines are written when it exits in the turn that logged them (a fatal line, then process.exit)", () => {
-  const script = "import { logger } from './src/log.ts'; const log = logger('api'); log.info('task claimed'); log.fatal('uncaught exception'); process.exit(3);";
+  const script = "import { logger } from './src/log.ts'; const log = logger('api'); log.info('tasks claimed'); log.fatal('uncaught exception'); process.exit(3);";
   const child = spawnSync(process.execPath, ['--import', 'tsx', '-e', script], {
     encoding: 'utf8',
     env: { ...process.env, TGS_LOG_LEVEL: 'info', TGS_LOG_FORMAT: 'json' },
   });
   assert.equal(child.status, 3, child.stderr);
   const lines = child.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { msg: string; level: number });
-  assert.deepEqual(lines.map((l) => [l.level, l.msg]), [[30, 'task claimed'], [60, 'uncaught exception']]);
+  assert.deepEqual(lines.map((l) => [l.level, l.msg]), [[30, 'tasks claimed'], [60, 'uncaught exception']]);
 });

@@ -85,24 +85,32 @@ async function apiWithClaim(logLevel: string | undefined): Promise<{ api: Proc; 
   return { api, taskId, metricsPort };
 }
 
-test('tgs api logs JSON lines: level, role, request id, and the taskId / runId of the task a request claimed and resolved', async () => {
+test('tgs api logs JSON lines: level, role, request id, and the taskIds / runIds of the runs a call claimed and a statement resolved', async () => {
   const { api, taskId, metricsPort } = await apiWithClaim(undefined);
   try {
+    const names = (l: Record<string, unknown>) => Array.isArray(l.taskIds) && l.taskIds.includes(taskId);
     const lines = await eventually(async () => {
       const all = api.lines();
-      return all.some((l) => l.taskId === taskId && l.msg === 'task completed') ? all : undefined;
+      return all.some((l) => names(l) && l.msg === 'tasks completed') ? all : undefined;
     }, 'the completion line');
-    const mine = lines.filter((l) => l.taskId === taskId);
-    const claim = mine.find((l) => l.msg === 'task claimed');
+    const mine = lines.filter(names);
+    const claim = mine.find((l) => l.msg === 'tasks claimed');
     assert.ok(claim, JSON.stringify(mine));
     assert.equal(claim.level, 30, 'info');
     assert.equal(claim.role, 'api');
-    assert.equal(claim.runId, 0);
+    assert.deepEqual(claim.taskIds, [taskId]);
+    assert.deepEqual(claim.runIds, [0]);
     assert.equal(claim.workerId, 'w');
     assert.match(String(claim.reqId), /^[0-9a-f-]{36}$/);
-    const done = mine.find((l) => l.msg === 'task completed');
+    const done = mine.find((l) => l.msg === 'tasks completed');
     assert.ok(done);
-    assert.notEqual(done.reqId, claim.reqId, 'one id per request');
+    assert.deepEqual(done.runIds, [0]);
+    assert.equal(done.state, 'completed');
+    // the report statement's line names the requests whose reports it wrote
+    assert.ok(Array.isArray(done.reqIds) && done.reqIds.length === 1, JSON.stringify(done));
+    assert.match(String(done.reqIds[0]), /^[0-9a-f-]{36}$/);
+    assert.notEqual(done.reqIds[0], claim.reqId, 'one id per request');
+    assert.equal(mine.filter((l) => l.msg === 'tasks claimed' || l.msg === 'tasks completed').length, 2, 'one line a call, one a statement');
     // every line: a level, a role, a time
     for (const l of lines) {
       assert.equal(typeof l.level, 'number', JSON.stringify(l));

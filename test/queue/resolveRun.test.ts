@@ -199,3 +199,42 @@ test('single reports made at once share statements, and each is answered and ann
   assert.ok(missing.status === 'rejected' && missing.reason instanceof TgsError && missing.reason.code === 'ResourceNotFound');
   assert.deepEqual(noted.sort(), tasks.map((t) => t.task_group_id).sort(), 'each written report noted its group once');
 });
+
+test('single reports written by one statement share one line per outcome, naming their runs and requests; a report the statement does not fit has a line of its own', async () => {
+  const tasks: TaskRow[] = [];
+  for (let i = 0; i < 5; i++) tasks.push(await claimedTask(db.pool, 'audit'));
+  const lines: { fields: Record<string, unknown>; line: string }[] = [];
+  const log = { info: (fields: object, line: string) => void lines.push({ fields: fields as Record<string, unknown>, line }) };
+  // five reports in one turn: one statement (gatherTurn, nothing else in flight on this pool's batcher)
+  await Promise.all(
+    tasks.map((t, i) => resolveRun(db.pool, config, groups, t.task_id, 0, i < 3 ? 'completed' : 'exception', i < 3 ? undefined : 'malformed-payload', { log, reqId: `req${i}` })),
+  );
+  assert.deepEqual(
+    lines.map((l) => l.line),
+    ['tasks completed', 'tasks exception'],
+    'one line per outcome of the statement, not one a task',
+  );
+  assert.deepEqual(lines[0].fields, {
+    taskIds: tasks.slice(0, 3).map((t) => t.task_id),
+    runIds: [0, 0, 0],
+    taskGroupIds: tasks.slice(0, 3).map((t) => t.task_group_id),
+    state: 'completed',
+    reqIds: ['req0', 'req1', 'req2'],
+  });
+  assert.deepEqual(lines[1].fields, {
+    taskIds: tasks.slice(3).map((t) => t.task_id),
+    runIds: [0, 0],
+    taskGroupIds: tasks.slice(3).map((t) => t.task_group_id),
+    state: 'exception',
+    reason: 'malformed-payload',
+    reqIds: ['req3', 'req4'],
+  });
+  // the same report again is answered the read-check-write way, with its own line, as it was answered before
+  lines.length = 0;
+  await resolveRun(db.pool, config, groups, tasks[0].task_id, 0, 'completed', undefined, { log, reqId: 'again' });
+  assert.deepEqual(lines.map((l) => [l.line, l.fields.taskIds, l.fields.reqIds]), [['tasks completed', [tasks[0].task_id], ['again']]]);
+  // a refused report has no line
+  lines.length = 0;
+  await assert.rejects(resolveRun(db.pool, config, groups, tasks[1].task_id, 0, 'failed', undefined, { log, reqId: 'refused' }), /RequestConflict|not running/);
+  assert.deepEqual(lines, []);
+});

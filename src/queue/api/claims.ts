@@ -94,8 +94,9 @@ function report(name: string, outcome: 'completed' | 'failed' | 'exception', des
     output: statusResponse,
     async handler({ params, body, deps, request }) {
       const reason = outcome === 'exception' ? (body as { reason: string }).reason : undefined;
-      const status = await resolveRun(deps.pool, deps.config, deps.groupAnnouncer, params.taskId, Number(params.runId), outcome, reason);
-      request.log.info({ taskId: params.taskId, runId: Number(params.runId), taskGroupId: status.taskGroupId, state: outcome, ...(reason ? { reason } : {}) }, `task ${outcome}`);
+      // the line is the report statement's, shared by the reports written with this one: the server's log, with reqIds
+      const audit = { log: request.server.log, reqId: String(request.id) };
+      const status = await resolveRun(deps.pool, deps.config, deps.groupAnnouncer, params.taskId, Number(params.runId), outcome, reason, audit);
       return { status };
     },
   });

@@ -2,6 +2,7 @@ import { declare, type JsonSchema } from '../../api/endpoint.js';
 import { SLUGID_PATTERN } from '../../api/patterns.js';
 import { resolveRuns, type Resolution, type ResolutionResult } from '../resolveTask.js';
 import { EXCEPTION_REASONS } from '../run.js';
+import { logResolved, type LineLog } from '../auditLines.js';
 import { taskStatusSchema } from './schemas.js';
 import { runClaimants } from '../taskRow.js';
 import type { Queryable } from '../../db/pool.js';
@@ -92,11 +93,12 @@ export const reportResolutions = declare<{ resolutions: Resolution[] }>({
   },
 });
 
-/** One `task <outcome>` line per run a batch resolved, as the single reports log theirs. */
-export function logResolutions(log: { info(fields: object, line: string): void }, resolutions: Resolution[], results: ResolutionResult[]): void {
-  for (const [i, result] of results.entries()) {
-    if (!('status' in result)) continue;
-    const { outcome, reason } = resolutions[i];
-    log.info({ taskId: result.taskId, runId: result.runId, taskGroupId: result.status.taskGroupId, state: outcome, ...(reason ? { reason } : {}) }, `task ${outcome}`);
-  }
+/** One `tasks <outcome>` line for the runs a batch resolved with each outcome (auditLines.ts). */
+export function logResolutions(log: LineLog, resolutions: Resolution[], results: ResolutionResult[]): void {
+  logResolved(
+    log,
+    results.flatMap((result, i) =>
+      'status' in result ? [{ taskId: result.taskId, runId: result.runId, taskGroupId: result.status.taskGroupId, outcome: resolutions[i].outcome, reason: resolutions[i].reason }] : [],
+    ),
+  );
 }
