@@ -44,6 +44,9 @@ test('RabbitMQ restarted (stop_app / start_app): the relay and the bridge reconn
   await finished(after);
 
   const lines = (text: string) => log.filter((l) => l.startsWith(text)).length;
+  // graphs hear resolutions from Postgres (the relay's graph-signal lane), so they can finish before the bridge's
+  // reconnection backoff has run out: its return is awaited, not assumed
+  await eventually(async () => lines('bridge: RabbitMQ back') > 0, 'the bridge back on RabbitMQ', 60_000);
   const all = log.join('\n');
   assert.equal(lines('bridge: RabbitMQ unavailable'), 1, all);
   assert.equal(lines('bridge: RabbitMQ back'), 1, all);
