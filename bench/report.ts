@@ -174,7 +174,7 @@ export function ratioRows(r: Results): string[] {
     );
     if (f['lane-floor-500']) {
       rows.push(
-        `| | the batched lane's floor (500 a batch) CPU per task ÷ the batched equal-work peer's (the machine's; the processes' counted) | ${showRatio(pr.lane_floor_cpu_vs_batched_equal)} (${showRatio(pr.lane_floor_counted_cpu_vs_batched_equal)}) | ${pairs('lane-floor-500', 'batched-equal', 'rounds_machine_ms_per_task', ' ms')}; counted ${pairs('lane-floor-500', 'batched-equal', 'rounds_counted_ms_per_task', ' ms')} | above 3×: no design under the rules reaches the batched lane's goal |`,
+        `| | the batched lane's floor (500 a batch) CPU per task ÷ the batched equal-work peer's (the machine's; the processes' counted) | ${showRatio(pr.lane_floor_cpu_vs_batched_equal)} (${showRatio(pr.lane_floor_counted_cpu_vs_batched_equal)}) | ${pairs('lane-floor-500', 'batched-equal', 'rounds_machine_ms_per_task', ' ms')}; counted ${pairs('lane-floor-500', 'batched-equal', 'rounds_counted_ms_per_task', ' ms')} | if above 3×, no design under the rules reaches the batched lane's goal |`,
         `| | worker stream CPU per task ÷ the batched lane's floor (the machine's; the processes' counted) | ${showRatio(pr.stream_cpu_vs_lane_floor)} (${showRatio(pr.stream_counted_cpu_vs_lane_floor)}) | ${pairs('stream', 'lane-floor-500', 'rounds_machine_ms_per_task', ' ms')}; counted ${pairs('stream', 'lane-floor-500', 'rounds_counted_ms_per_task', ' ms')} | |`,
       );
     }
